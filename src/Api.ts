@@ -1,0 +1,19 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import { QuestionsApi } from "./Questions/Api.js"
+import { ResponsesApi } from "./Responses/Api.js"
+import { SurveysApi } from "./Surveys/Api.js"
+
+/** The integration API, `/api/v1`: one group per section of the contract. */
+export class Api extends HttpApi.make("survey-service")
+  .add(SurveysApi)
+  .add(QuestionsApi)
+  .add(ResponsesApi)
+  .prefix("/api/v1")
+  .annotateContext(OpenApi.annotations({
+    title: "Survey Service API",
+    version: "1.0.0",
+    description: "Read surveys, questions, responses and analytics; manage signed webhooks; create embed sessions; " +
+      "report the request quota. Every call needs `Authorization: Bearer <API_KEY>`. Errors answer " +
+      "`{\"code\", \"message\"}` (with `issues` for invalid_request)."
+  }))
+{}

@@ -1,0 +1,27 @@
+import { BunHttpServer } from "@effect/platform-bun"
+import { Layer, Logger } from "effect"
+import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
+import type { AppSettings } from "./Config.js"
+import { Outbox } from "./Events/Outbox.js"
+import { HttpLive } from "./Http/Server.js"
+import { SqlLive } from "./Sql/Database.js"
+import { MigrationsLive } from "./Sql/Migrations.js"
+import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
+
+/** The SQLite database, migrated. Needs `AppConfig`. */
+export const DatabaseLive = MigrationsLive.pipe(Layer.provideMerge(SqlLive))
+
+/** Services the operator commands use beside the database. */
+export const OperatorServices = Layer.mergeAll(ApiKeyRepo.Default, SurveyLifecycle.Default, Outbox.Default)
+
+/** The HTTP server and its background work. Needs the database and `AppConfig`. */
+export const ServerLive = (settings: AppSettings) =>
+  HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" })))
+
+/** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */
+export const LoggingLive = (settings: AppSettings) =>
+  Layer.mergeAll(
+    settings.logFormat === "json" ? Logger.json : Logger.pretty,
+    Logger.minimumLogLevel(settings.logLevel)
+  )
+

@@ -1,0 +1,127 @@
+import { Args, Command, Options } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import { Console, Effect, Layer, Option, Schema } from "effect"
+import { DatabaseLive, LoggingLive, OperatorServices, ServerLive } from "../App.js"
+import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
+import { AppConfig } from "../Config.js"
+import { seedDemo } from "../Demo/Seed.js"
+import { importFixtureInput } from "../Fixtures/Import.js"
+import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
+
+const db = Options.text("db").pipe(
+  Options.withDescription("SQLite database file (overrides DATABASE_PATH)"),
+  Options.optional
+)
+const port = Options.integer("port").pipe(Options.withDescription("Port to listen on (overrides PORT)"), Options.optional)
+
+/** Runs an operator command against the configured, migrated database. */
+const withDatabase = <A, E, R>(dbPath: Option.Option<string>, effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const settings = yield* AppConfig.fromEnv({ databasePath: dbPath })
+    const config = Layer.succeed(AppConfig, settings)
+    const database = DatabaseLive.pipe(Layer.provide(config))
+    return yield* effect.pipe(
+      Effect.provide(OperatorServices.pipe(Layer.provideMerge(database), Layer.provideMerge(config))),
+      Effect.provide(LoggingLive(settings))
+    )
+  })
+
+const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pipe(
+  Options.withDescription("Seed the demo workspace when missing and print an editor and a viewer key")
+) }, ({ db, demo, port }) =>
+  Effect.gen(function*() {
+    const settings = yield* AppConfig.fromEnv({ port, databasePath: db })
+    const config = Layer.succeed(AppConfig, settings)
+    const program = Effect.gen(function*() {
+      if (demo) {
+        const seed = yield* seedDemo()
+        yield* Console.log([
+          seed.seeded ? "Demo workspace seeded." : "Demo workspace already present; minted new keys.",
+          `  editor key: ${seed.editorToken}`,
+          `  viewer key: ${seed.viewerToken}`,
+          `  try: curl -H "Authorization: Bearer ${seed.editorToken}" ${settings.publicBaseUrl}/api/v1/surveys`
+        ].join("\n"))
+      }
+      return yield* Layer.launch(ServerLive(settings))
+    })
+    return yield* program.pipe(
+      Effect.provide(OperatorServices.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(config))),
+      Effect.provide(LoggingLive(settings))
+    )
+  })).pipe(Command.withDescription("Migrate the database, then serve the API and the survey pages"))
+
+const migrate = Command.make("migrate", { db }, ({ db }) =>
+  withDatabase(db, Console.log("Database migrated."))).pipe(Command.withDescription("Apply pending migrations"))
+
+const importCommand = Command.make("import", { file: Args.file({ name: "FILE", exists: "yes" }), db }, ({ db, file }) =>
+  withDatabase(
+    db,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const text = yield* fs.readFileString(file)
+      const json = yield* Schema.decodeUnknown(Schema.parseJson())(text)
+      const summary = yield* importFixtureInput(json)
+      yield* Console.log(
+        `Imported ${summary.surveys} surveys, ${summary.questions} questions, ${summary.responses} responses, ` +
+          `${summary.answers} answers, ${summary.apiKeys} keys.`
+      )
+    })
+  )).pipe(Command.withDescription("Load a fixture file; idempotent by id"))
+
+const keysCreate = Command.make("create", {
+  workspace: Options.text("workspace").pipe(Options.withDescription("Workspace id")),
+  account: Options.text("account").pipe(Options.withDescription("Creating account id (a workspace member)")),
+  surveys: Options.text("surveys").pipe(
+    Options.withDescription("Comma-separated survey ids the key is limited to"),
+    Options.optional
+  ),
+  db
+}, ({ account, db, surveys, workspace }) =>
+  withDatabase(
+    db,
+    Effect.gen(function*() {
+      const keys = yield* ApiKeyRepo
+      const surveyIds = Option.match(surveys, {
+        onNone: () => null,
+        onSome: (list) => list.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+      })
+      const created = yield* keys.create({ workspaceId: workspace, accountId: account, surveyIds })
+      yield* Console.log(created.token)
+      yield* Console.error(`Key ${created.id} created; the token above is shown only once.`)
+    })
+  )).pipe(Command.withDescription("Create an API key and print its token once"))
+
+const keysRevoke = Command.make("revoke", { key: Args.text({ name: "TOKEN_OR_ID" }), db }, ({ db, key }) =>
+  withDatabase(
+    db,
+    Effect.gen(function*() {
+      const revoked = yield* (yield* ApiKeyRepo).revoke(key)
+      if (!revoked) return yield* Effect.fail(new Error("No live key matches."))
+      yield* Console.log("Key revoked.")
+    })
+  )).pipe(Command.withDescription("Revoke an API key by token or id"))
+
+const keys = Command.make("keys").pipe(Command.withSubcommands([keysCreate, keysRevoke]))
+
+const lifecycle = (action: "publish" | "close" | "trash", description: string) =>
+  Command.make(action, { id: Args.text({ name: "ID" }), db }, ({ db, id }) =>
+    withDatabase(
+      db,
+      Effect.gen(function*() {
+        const survey = yield* (yield* SurveyLifecycle).apply(id, action)
+        yield* Console.log(action === "trash" ? `Survey ${survey.id} moved to the trash.` : `Survey ${survey.id}: ${action === "publish" ? "published" : "closed"}.`)
+      })
+    )).pipe(Command.withDescription(description))
+
+const surveys = Command.make("surveys").pipe(Command.withSubcommands([
+  lifecycle("publish", "Publish a draft or closed survey (emits survey.published)"),
+  lifecycle("close", "Close a published survey (emits survey.closed)"),
+  lifecycle("trash", "Move a survey to the trash")
+]))
+
+export const cli = Command.make("survey-service").pipe(
+  Command.withSubcommands([serve, migrate, importCommand, keys, surveys])
+)
+
+export const run = Command.run(cli, { name: "survey-service", version: "0.1.0" })
+

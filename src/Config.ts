@@ -1,0 +1,56 @@
+import { Config, Context, Effect, Layer, LogLevel, Option } from "effect"
+
+export interface AppSettings {
+  readonly port: number
+  readonly databasePath: string
+  readonly publicBaseUrl: string
+  readonly webhookAllowPrivateTargets: boolean
+  readonly logLevel: LogLevel.LogLevel
+  readonly logFormat: "pretty" | "json"
+}
+
+/** Settings read once from the environment; CLI flags override them. */
+export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>() {
+  static readonly fromEnv = (overrides: {
+    readonly port?: Option.Option<number>
+    readonly databasePath?: Option.Option<string>
+  } = {}) =>
+    Effect.gen(function*() {
+      const envPort = yield* Config.port("PORT").pipe(Config.withDefault(8080))
+      const port = Option.getOrElse(overrides.port ?? Option.none(), () => envPort)
+      const envDb = yield* Config.string("DATABASE_PATH").pipe(Config.withDefault("./data/survey.db"))
+      const databasePath = Option.getOrElse(overrides.databasePath ?? Option.none(), () => envDb)
+      const publicBaseUrl = yield* Config.string("PUBLIC_BASE_URL").pipe(
+        Config.withDefault(`http://localhost:${port}`)
+      )
+      const webhookAllowPrivateTargets = yield* Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(
+        Config.withDefault(false)
+      )
+      const logLevel = yield* Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+      const logFormat = yield* Config.literal("pretty", "json")("LOG_FORMAT").pipe(
+        Config.withDefault(process.stdout.isTTY ? "pretty" as const : "json" as const)
+      )
+      return {
+        port,
+        databasePath,
+        publicBaseUrl: publicBaseUrl.replace(/\/+$/, ""),
+        webhookAllowPrivateTargets,
+        logLevel,
+        logFormat
+      } satisfies AppSettings
+    })
+
+  static readonly layerFromEnv = (overrides?: Parameters<typeof AppConfig.fromEnv>[0]) =>
+    Layer.effect(AppConfig, AppConfig.fromEnv(overrides))
+
+  static readonly layerTest = (settings: Partial<AppSettings> = {}) =>
+    Layer.succeed(AppConfig, {
+      port: 0,
+      databasePath: ":memory:",
+      publicBaseUrl: "http://127.0.0.1:0",
+      webhookAllowPrivateTargets: true,
+      logLevel: LogLevel.Warning,
+      logFormat: "json",
+      ...settings
+    })
+}

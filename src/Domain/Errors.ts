@@ -1,0 +1,130 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/** One field-level problem inside an `invalid_request` answer. */
+export const Issue = Schema.Struct({
+  path: Schema.String.annotations({ description: "Where the problem is: a parameter or a dotted body path." }),
+  message: Schema.String
+}).annotations({ identifier: "Issue" })
+export type Issue = typeof Issue.Type
+
+const wire = <Code extends string, Self extends { readonly message: string }>(
+  self: new(props: { readonly message: string }) => Self,
+  code: Code,
+  status: number,
+  description: string
+) =>
+  Schema.transform(
+    Schema.Struct({ code: Schema.Literal(code), message: Schema.String }),
+    Schema.instanceOf(self),
+    {
+      strict: true,
+      decode: ({ message }) => new self({ message }),
+      encode: (error) => ({ code, message: error.message })
+    }
+  ).annotations({
+    ...HttpApiSchema.annotations({ status }),
+    identifier: `Error_${code}`,
+    description
+  })
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  message: Schema.String
+}) {}
+export const UnauthorizedWire = wire(
+  Unauthorized,
+  "unauthorized",
+  401,
+  "The API key is missing, malformed, revoked, or its creator lost access to the workspace."
+)
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}
+export const ForbiddenWire = wire(
+  Forbidden,
+  "forbidden",
+  403,
+  "The key is valid but lacks the access this call needs."
+)
+
+export class PlanUpgradeRequired extends Schema.TaggedError<PlanUpgradeRequired>()("PlanUpgradeRequired", {
+  message: Schema.String
+}) {}
+export const PlanUpgradeRequiredWire = wire(
+  PlanUpgradeRequired,
+  "plan_upgrade_required",
+  403,
+  "The workspace owner's plan does not include API access."
+)
+
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  message: Schema.String
+}) {}
+export const NotFoundWire = wire(
+  NotFound,
+  "not_found",
+  404,
+  "Nothing with that id is reachable with this key."
+)
+
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  message: Schema.String
+}) {}
+export const ServiceUnavailableWire = wire(
+  ServiceUnavailable,
+  "service_unavailable",
+  503,
+  "The request could not be completed safely now; nothing changed and it may be retried."
+)
+
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Int
+}) {}
+export const RateLimitedWire = Schema.transform(
+  Schema.Struct({ code: Schema.Literal("rate_limited"), message: Schema.String }),
+  Schema.typeSchema(RateLimited),
+  {
+    strict: true,
+    // The wait travels in the Retry-After header, not in the body.
+    decode: ({ message }) => new RateLimited({ message, retryAfterSeconds: 1 }),
+    encode: (error) => ({ code: "rate_limited" as const, message: error.message })
+  }
+).annotations({
+  ...HttpApiSchema.annotations({ status: 429 }),
+  identifier: "Error_rate_limited",
+  description: "Too many requests; the Retry-After header says how many seconds to wait."
+})
+
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  message: Schema.String,
+  issues: Schema.optional(Schema.Array(Issue))
+}) {}
+export const InvalidRequestWire = Schema.transform(
+  Schema.Struct({
+    code: Schema.Literal("invalid_request"),
+    message: Schema.String,
+    issues: Schema.optional(Schema.Array(Issue))
+  }),
+  Schema.typeSchema(InvalidRequest),
+  {
+    strict: true,
+    decode: ({ issues, message }) => new InvalidRequest(issues === undefined ? { message } : { message, issues }),
+    encode: (error) =>
+      error.issues === undefined
+        ? { code: "invalid_request" as const, message: error.message }
+        : { code: "invalid_request" as const, message: error.message, issues: error.issues }
+  }
+).annotations({
+  ...HttpApiSchema.annotations({ status: 400 }),
+  identifier: "Error_invalid_request",
+  description: "A parameter or the body is missing or malformed; retrying unchanged fails again."
+})
+
+/** The body of every error answer (decisions §2). */
+export const ErrorBody = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String,
+  issues: Schema.optional(Schema.Array(Issue))
+})

@@ -1,0 +1,97 @@
+import {
+  HttpApiBuilder,
+  HttpApiScalar,
+  HttpApp,
+  HttpServer,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { SqlError } from "@effect/sql"
+import { Cause, Effect, Layer, Option } from "effect"
+import { Api } from "../Api.js"
+import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
+import { AuthorizationLive } from "../Auth/Authorization.js"
+import { randomBase62 } from "../Domain/Ids.js"
+import { QuestionRepo } from "../Questions/QuestionRepo.js"
+import { QuestionsLive } from "../Questions/Http.js"
+import { ResponseRepo } from "../Responses/ResponseRepo.js"
+import { ResponsesLive } from "../Responses/Http.js"
+import { SurveysLive } from "../Surveys/Http.js"
+import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { RequestErrorsLive } from "./RequestErrors.js"
+
+const errorJson = (status: number, code: string, message: string) =>
+  HttpServerResponse.unsafeJson({ code, message }, { status })
+
+const isBusy = (error: unknown): boolean => {
+  const cause = error instanceof SqlError.SqlError ? error.cause : error
+  return typeof cause === "object" && cause !== null && "code" in cause &&
+    typeof cause.code === "string" && cause.code.startsWith("SQLITE_BUSY")
+}
+
+const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
+
+/**
+ * Outermost middleware: a request id on every answer and in every log line, and the
+ * documented error body for whatever the API's own encoder did not answer.
+ */
+export const serveMiddleware = <E, R>(
+  app: HttpApp.Default<E, R>
+): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const incoming = request.headers["x-request-id"]
+    const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : `req_${randomBase62(16)}`
+    const response = yield* app.pipe(
+      Effect.catchAllCause((cause) => {
+        const failure: unknown = Option.getOrUndefined(Cause.failureOption(cause))
+        if (failure instanceof HttpServerError.RouteNotFound) {
+          return Effect.succeed(errorJson(404, "not_found", `No route for ${request.method} ${request.url.split("?")[0]}.`))
+        }
+        if (Cause.isInterruptedOnly(cause)) {
+          return Effect.succeed(errorJson(503, "service_unavailable", "The request was interrupted; it may be retried."))
+        }
+        const squashed = Cause.squash(cause)
+        if (isBusy(squashed)) {
+          return Effect.as(
+            Effect.logWarning("database busy", cause),
+            errorJson(503, "service_unavailable", "The service is busy; nothing changed and the request may be retried.")
+          )
+        }
+        return Effect.as(
+          Effect.logError("unhandled error", cause),
+          errorJson(500, "internal_error", "The service failed to answer this request; it has been logged.")
+        )
+      }),
+      Effect.annotateLogs("requestId", requestId)
+    )
+    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  })
+
+const PagesAndHealth = HttpApiBuilder.Router.use((router) =>
+  router.get("/healthz", HttpServerResponse.json({ status: "ok" }))
+)
+
+const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, QuestionRepo.Default, ResponseRepo.Default)
+  .pipe(Layer.provideMerge(SurveyRepo.Default))
+
+export const ApiLive = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive]),
+  Layer.provide(AuthorizationLive),
+  Layer.provide(Repositories)
+)
+
+/** The whole HTTP surface: `/api/v1`, `/openapi.json`, `/docs`, `/healthz`. Needs an `HttpServer`. */
+export const HttpLive = Layer.unwrapEffect(
+  Effect.map(HttpApiBuilder.httpApp, (app) => HttpServer.serve(serveMiddleware(app)))
+).pipe(
+  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
+  Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+  Layer.provide(PagesAndHealth),
+  Layer.provide(RequestErrorsLive),
+  Layer.provide(ApiLive),
+  HttpServer.withLogAddress
+)

@@ -1,0 +1,17 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Authorization } from "../Auth/Authorization.js"
+import { ForbiddenWire, NotFoundWire } from "../Domain/Errors.js"
+import { QuestionList } from "../Domain/Question.js"
+import { SurveyId } from "../Surveys/Api.js"
+
+export class QuestionsApi extends HttpApiGroup.make("questions")
+  .add(
+    HttpApiEndpoint.get("list")`/surveys/${SurveyId}/questions`
+      .addSuccess(QuestionList)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "All questions of a survey, in survey order")
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Title, "Questions")
+{}

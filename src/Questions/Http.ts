@@ -1,0 +1,18 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../Api.js"
+import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import { isApiQuestion, QuestionRepo } from "./QuestionRepo.js"
+
+export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* SurveyAccess
+    const questions = yield* QuestionRepo
+    return handlers.handle("list", ({ path }) =>
+      Effect.gen(function*() {
+        yield* access.require(path.id)
+        const rows = yield* questions.listForSurvey(path.id)
+        return { data: rows.filter(isApiQuestion).map((row) => row.toApi()) }
+      }))
+  })
+)

@@ -1,0 +1,45 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "../Auth/Authorization.js"
+import { ForbiddenWire, InvalidRequestWire, NotFoundWire, ServiceUnavailableWire } from "../Domain/Errors.js"
+import { Limit, Page } from "../Domain/Page.js"
+import { ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
+import { IsoInstant } from "../Domain/Time.js"
+import { SurveyId } from "../Surveys/Api.js"
+
+export const ResponsePage = Page(SurveyResponse, "ResponsePage")
+
+export const ResponseListParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." })),
+  createdAfter: Schema.optional(IsoInstant.annotations({
+    description: "Only responses created at or after this instant (inclusive); filters on createdAt."
+  })),
+  status: Schema.optional(ResponseStatusFilter.annotations({
+    description: "all (default), completed, or incomplete (abandoned)."
+  }))
+})
+
+export class ResponsesApi extends HttpApiGroup.make("responses")
+  .add(
+    HttpApiEndpoint.get("list")`/surveys/${SurveyId}/responses`
+      .setUrlParams(ResponseListParams)
+      .addSuccess(ResponsePage)
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(OpenApi.Summary, "List responses of a survey, oldest first")
+  )
+  .add(
+    HttpApiEndpoint.get("get")`/surveys/${SurveyId}/responses/${
+      HttpApiSchema.param("responseId", Schema.String.annotations({ description: "Response id." }))
+    }`
+      .addSuccess(SurveyResponse)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Get one response")
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Title, "Responses")
+{}

@@ -1,0 +1,49 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { Api } from "../Api.js"
+import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
+import { NotFound } from "../Domain/Errors.js"
+import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import { ResponseRepo } from "./ResponseRepo.js"
+
+export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* SurveyAccess
+    const responses = yield* ResponseRepo
+    return handlers
+      .handle("list", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          yield* access.require(path.id)
+          const limit = urlParams.limit ?? 25
+          const status = urlParams.status ?? "all"
+          const fingerprint = `responses:${path.id}:${status}:${urlParams.createdAfter ?? ""}`
+          const after = urlParams.cursor === undefined
+            ? Option.none()
+            : Option.some(yield* decodeCursor(urlParams.cursor, fingerprint))
+          const rows = yield* responses.list({
+            surveyId: path.id,
+            status,
+            createdAfter: urlParams.createdAfter,
+            after,
+            limit: limit + 1
+          })
+          const page = rows.slice(0, limit)
+          const last = page[page.length - 1]
+          return {
+            data: yield* responses.withAnswers(path.id, page),
+            nextCursor: rows.length > limit && last !== undefined
+              ? encodeCursor({ key: last.createdAt, id: last.id }, fingerprint)
+              : null
+          }
+        }))
+      .handle("get", ({ path }) =>
+        Effect.gen(function*() {
+          yield* access.require(path.id)
+          const found = yield* responses.findById(path.id, path.responseId)
+          if (Option.isNone(found)) {
+            return yield* new NotFound({ message: "No response with that id in this survey." })
+          }
+          return found.value
+        }))
+  })
+)

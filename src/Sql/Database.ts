@@ -1,0 +1,38 @@
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { Effect, Layer } from "effect"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import { AppConfig } from "../Config.js"
+
+const camelToSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+const snakeToCamel = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+
+const pragmas = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // WAL with synchronous=NORMAL stays crash-safe (a power cut may lose the last commits, never corrupt).
+  yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+  yield* sql.unsafe("PRAGMA foreign_keys = ON")
+  // Wait for another process (the CLI, a second server) before answering SQLITE_BUSY.
+  yield* sql.unsafe("PRAGMA busy_timeout = 5000")
+  yield* sql.unsafe("PRAGMA temp_store = MEMORY")
+})
+
+/** The SQLite file named by the configuration, with the service's pragmas applied. */
+export const SqlLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (config.databasePath !== ":memory:") {
+      mkdirSync(dirname(config.databasePath), { recursive: true })
+    }
+    return Layer.effectDiscard(pragmas).pipe(
+      Layer.provideMerge(
+        SqliteClient.layer({
+          filename: config.databasePath,
+          transformQueryNames: camelToSnake,
+          transformResultNames: snakeToCamel
+        })
+      )
+    )
+  })
+)

@@ -1,0 +1,23 @@
+import { Migrator, SqlClient } from "@effect/sql"
+import { Effect, Layer } from "effect"
+import Foundation from "./migrations/0001_foundation.js"
+import Events from "./migrations/0002_events.js"
+
+/**
+ * Every migration, in order. Each feature adds its own file under `migrations/`
+ * and one line here; ids never change once released.
+ */
+export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "0001_foundation": Foundation,
+  "0002_events": Events
+}
+
+export const runMigrations = Migrator.make({})({
+  loader: Migrator.fromRecord(migrations),
+  table: "schema_migrations"
+})
+
+/** Runs pending migrations when the layer is built. */
+export const MigrationsLive = Layer.effectDiscard(
+  runMigrations.pipe(Effect.withSpan("Sql.migrate"), Effect.orDie)
+)

@@ -1,0 +1,17 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** The event outbox: written in the same transaction as the change that causes the event. */
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+    survey_id TEXT,
+    payload TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX events_by_survey ON events (survey_id, seq)`
+})

@@ -1,0 +1,32 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "../Auth/Authorization.js"
+import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { Limit, Page } from "../Domain/Page.js"
+import { Survey } from "../Domain/Survey.js"
+
+export const SurveyId = HttpApiSchema.param("id", Schema.String.annotations({ description: "Survey id." }))
+
+export const SurveyPage = Page(Survey, "SurveyPage")
+
+export class SurveysApi extends HttpApiGroup.make("surveys")
+  .add(
+    HttpApiEndpoint.get("list", "/surveys")
+      .setUrlParams(Schema.Struct({
+        limit: Schema.optional(Limit),
+        cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." }))
+      }))
+      .addSuccess(SurveyPage)
+      .addError(InvalidRequestWire)
+      .annotate(OpenApi.Summary, "List surveys, newest activity first")
+  )
+  .add(
+    HttpApiEndpoint.get("get")`/surveys/${SurveyId}`
+      .addSuccess(Survey)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Get one survey")
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Title, "Surveys")
+{}

@@ -1,0 +1,73 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Data, Effect, Option } from "effect"
+import { toIso } from "../Domain/Time.js"
+import { Outbox } from "../Events/Outbox.js"
+import { SurveyRepo } from "./SurveyRepo.js"
+
+export type LifecycleAction = "publish" | "close" | "trash"
+
+export class SurveyMissing extends Data.TaggedError("SurveyMissing")<{ readonly surveyId: string }> {
+  override get message() {
+    return `No survey ${this.surveyId} (or it is in the trash).`
+  }
+}
+
+export class TransitionRefused extends Data.TaggedError("TransitionRefused")<{
+  readonly surveyId: string
+  readonly from: string
+  readonly action: LifecycleAction
+}> {
+  override get message() {
+    return `Survey ${this.surveyId} is ${this.from}; it cannot ${this.action}.`
+  }
+}
+
+const allowed: Record<Exclude<LifecycleAction, "trash">, ReadonlyArray<string>> = {
+  publish: ["draft", "closed"],
+  close: ["published"]
+}
+
+/**
+ * Status moves (decisions §4): draft → published, published → closed, closed → published,
+ * and trash from any status. Each move to published or closed writes its event in the same
+ * transaction as the change.
+ */
+export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/SurveyLifecycle", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const surveys = yield* SurveyRepo
+    const outbox = yield* Outbox
+
+    const apply = Effect.fn("SurveyLifecycle.apply")(function*(surveyId: string, action: LifecycleAction) {
+      const found = yield* surveys.findById(surveyId)
+      if (Option.isNone(found) || found.value.trashed !== 0) return yield* new SurveyMissing({ surveyId })
+      const survey = found.value
+      const now = toIso(yield* Clock.currentTimeMillis)
+      if (action === "trash") {
+        yield* sql`UPDATE surveys SET trashed = 1, updated_at = ${now} WHERE id = ${surveyId}`.pipe(Effect.orDie)
+        return survey
+      }
+      if (!allowed[action].includes(survey.status)) {
+        return yield* new TransitionRefused({ surveyId, from: survey.status, action })
+      }
+      const status = action === "publish" ? "published" : "closed"
+      yield* sql`UPDATE surveys SET status = ${status}, updated_at = ${now} WHERE id = ${surveyId}`.pipe(Effect.orDie)
+      const updated = yield* surveys.findById(surveyId).pipe(Effect.flatMap(Effect.orDie))
+      yield* outbox.append({
+        type: action === "publish" ? "survey.published" : "survey.closed",
+        workspaceId: survey.workspaceId,
+        surveyId,
+        data: { survey: updated.toApi() }
+      })
+      return updated
+    })
+
+    return {
+      apply: (surveyId: string, action: LifecycleAction) =>
+        sql.withTransaction(apply(surveyId, action)).pipe(
+          Effect.catchTag("SqlError", Effect.die)
+        )
+    } as const
+  }),
+  dependencies: [SurveyRepo.Default, Outbox.Default]
+}) {}

@@ -1,0 +1,61 @@
+import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { BunHttpServer } from "@effect/platform-bun"
+import { Effect, Layer } from "effect"
+import { DatabaseLive, OperatorServices } from "../../src/App.js"
+import { AppConfig, type AppSettings } from "../../src/Config.js"
+import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
+import { importFixtureInput } from "../../src/Fixtures/Import.js"
+import { HttpLive } from "../../src/Http/Server.js"
+
+/** A migrated in-memory database with the operator services, optionally seeded with a fixture. */
+export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}) => {
+  const config = AppConfig.layerTest(settings)
+  const base = OperatorServices.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(config))
+  return fixture === undefined
+    ? base
+    : Layer.effectDiscard(importFixtureInput(fixture).pipe(Effect.orDie)).pipe(Layer.provideMerge(base))
+}
+
+/** The whole HTTP surface on a real Bun server on 127.0.0.1, with an `HttpClient` pointed at it. */
+export const TestServer = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}) =>
+  HttpLive.pipe(
+    Layer.provideMerge(BunHttpServer.layerTest),
+    Layer.provideMerge(TestDatabase(fixture, settings))
+  )
+
+export interface Answered {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+  readonly text: string
+}
+
+const read = (response: HttpClientResponse.HttpClientResponse) =>
+  Effect.map(response.text, (text): Answered => {
+    let body: unknown = undefined
+    try {
+      body = text.length > 0 ? JSON.parse(text) : undefined
+    } catch {
+      body = undefined
+    }
+    return { status: response.status, headers: response.headers, body, text }
+  })
+
+/** A raw request: any method, path, headers and body, answered with status, headers and parsed JSON. */
+export const call = (
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE",
+  path: string,
+  options: { readonly token?: string; readonly headers?: Record<string, string>; readonly body?: string } = {}
+) =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    let request = HttpClientRequest.make(method)(path)
+    if (options.token !== undefined) request = HttpClientRequest.bearerToken(request, options.token)
+    if (options.headers !== undefined) request = HttpClientRequest.setHeaders(request, options.headers)
+    if (options.body !== undefined) {
+      request = HttpClientRequest.bodyText(request, options.body, "application/json")
+    }
+    return yield* Effect.flatMap(client.execute(request), read)
+  }).pipe(Effect.scoped, Effect.orDie)
+
+export const get = (path: string, token?: string) => call("GET", path, token === undefined ? {} : { token })
