@@ -1,4 +1,4 @@
-import { Config, Context, Effect, Layer, LogLevel, Option } from "effect"
+import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, Option } from "effect"
 
 export interface AppSettings {
   readonly port: number
@@ -8,6 +8,30 @@ export interface AppSettings {
   readonly logLevel: LogLevel.LogLevel
   readonly logFormat: "pretty" | "json"
 }
+
+const levels: Record<string, LogLevel.LogLevel> = {
+  all: LogLevel.All,
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None,
+  off: LogLevel.None
+}
+
+/** LOG_LEVEL, case-insensitive: trace, debug, info, warn, error, fatal or none. */
+const logLevelConfig = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.mapOrFail((raw) => {
+    const level = levels[raw.trim().toLowerCase()]
+    return level === undefined
+      ? Either.left(ConfigError.InvalidData(["LOG_LEVEL"], `Expected one of ${Object.keys(levels).join(", ")}`))
+      : Either.right(level)
+  })
+)
 
 /** Settings read once from the environment; CLI flags override them. */
 export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>() {
@@ -26,7 +50,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
       const webhookAllowPrivateTargets = yield* Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(
         Config.withDefault(false)
       )
-      const logLevel = yield* Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+      const logLevel = yield* logLevelConfig
       const logFormat = yield* Config.literal("pretty", "json")("LOG_FORMAT").pipe(
         Config.withDefault(process.stdout.isTTY ? "pretty" as const : "json" as const)
       )

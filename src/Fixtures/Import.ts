@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Array as Arr, Clock, Effect, Schema } from "effect"
+import { Array as Arr, Clock, Effect, ParseResult, Schema } from "effect"
 import { hashToken } from "../Auth/Token.js"
 import { storedValue } from "../Domain/AnswerValue.js"
 import type { StoredQuestionType } from "../Domain/Question.js"
@@ -26,9 +26,17 @@ export class FixtureInvalid extends Schema.TaggedError<FixtureInvalid>()("Fixtur
   message: Schema.String
 }) {}
 
+/** Decodes a fixture; the error lists every problem as `path: message`, one per line. */
 export const decodeFixture = (input: unknown) =>
   Schema.decodeUnknown(Fixture, { errors: "all", onExcessProperty: "error" })(input).pipe(
-    Effect.mapError((error) => new FixtureInvalid({ message: error.message }))
+    Effect.catchTag("ParseError", (error) =>
+      Effect.flatMap(ParseResult.ArrayFormatter.formatError(error), (issues) =>
+        new FixtureInvalid({
+          message: "the fixture is not valid:\n" + Arr.dedupeWith(
+            issues.map((i) => `  ${i.path.join(".") || "(root)"}: ${i.message}`),
+            (a, b) => a === b
+          ).slice(0, 50).join("\n")
+        })))
   )
 
 /**
@@ -183,7 +191,14 @@ export const importFixture = Effect.fn("Fixtures.import")(function*(fixture: Fix
     } satisfies ImportSummary
   })
 
-  return yield* sql.withTransaction(run)
+  return yield* sql.withTransaction(run).pipe(
+    Effect.catchTag("SqlError", (error) =>
+      new FixtureInvalid({
+        message: `the fixture could not be stored (nothing was imported): ${
+          error.cause instanceof Error ? error.cause.message : error.message
+        }`
+      }))
+  )
 })
 
 export const importFixtureInput = (input: FixtureInput | unknown) =>

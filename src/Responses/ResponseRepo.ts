@@ -89,9 +89,14 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         sql`SELECT ${sql.literal(columns)} FROM responses
             WHERE survey_id = ${r.surveyId}
             ${r.completed === null ? sql`` : sql`AND completed = ${r.completed}`}
-            ${r.createdAfter === null ? sql`` : sql`AND created_at >= ${r.createdAfter}`}
             ${
-          r.afterKey === null || r.afterId === null ? sql`` : sql`AND (created_at, id) > (${r.afterKey}, ${r.afterId})`
+          // A cursor's position already lies at or after createdAfter (the cursor is bound to the
+          // filter), and one range keeps the index seek on the cursor: page N costs page 1.
+          r.afterKey !== null && r.afterId !== null
+            ? sql`AND (created_at, id) > (${r.afterKey}, ${r.afterId})`
+            : r.createdAfter === null
+            ? sql``
+            : sql`AND created_at >= ${r.createdAfter}`
         }
             ORDER BY created_at, id
             LIMIT ${r.limit}`

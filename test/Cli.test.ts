@@ -1,0 +1,60 @@
+import { describe, expect, it } from "@effect/vitest"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Database } from "bun:sqlite"
+
+const root = join(import.meta.dirname, "..")
+
+const cli = (db: string, ...args: Array<string>) => {
+  const result = Bun.spawnSync(["bun", "run", "src/main.ts", ...args, "--db", db], {
+    cwd: root,
+    env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "Warning" },
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: 60_000
+  })
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() }
+}
+
+describe("operator CLI", () => {
+  it("migrate, import, keys create/revoke and survey lifecycle against one database file", () => {
+    const dir = mkdtempSync(join(tmpdir(), "survey-cli-"))
+    const db = join(dir, "cli.db")
+    try {
+      expect(cli(db, "migrate").code).toBe(0)
+      const imported = cli(db, "import", "test/fixtures/smoke.json")
+      expect(imported.code).toBe(0)
+      expect(imported.stdout).toContain("Imported 1 surveys")
+
+      const created = cli(db, "keys", "create", "--workspace", "ws_smoke", "--account", "acc_smoke", "--surveys", "srv_smoke")
+      expect(created.code).toBe(0)
+      const token = created.stdout.trim()
+      expect(token).toMatch(/^sk_live_[0-9A-Za-z]{32}$/)
+
+      const sqlite = new Database(db)
+      const stored = sqlite.query("SELECT token_hash, survey_ids FROM api_keys WHERE token_hash <> ''").all()
+      expect(JSON.stringify(stored)).not.toContain(token)
+      expect(stored).toContainEqual(expect.objectContaining({ survey_ids: "[\"srv_smoke\"]" }))
+
+      expect(cli(db, "surveys", "close", "srv_smoke").code).toBe(0)
+      const again = cli(db, "surveys", "close", "srv_smoke")
+      expect(again.code).not.toBe(0)
+      expect(again.stderr + again.stdout).toContain("cannot close")
+      expect(cli(db, "surveys", "publish", "srv_smoke").code).toBe(0)
+      const events = sqlite.query("SELECT type, survey_id FROM events ORDER BY seq").all()
+      expect(events).toEqual([
+        { type: "survey.closed", survey_id: "srv_smoke" },
+        { type: "survey.published", survey_id: "srv_smoke" }
+      ])
+      expect(cli(db, "surveys", "trash", "srv_smoke").code).toBe(0)
+      expect(cli(db, "surveys", "publish", "srv_smoke").code).not.toBe(0)
+
+      expect(cli(db, "keys", "revoke", token).code).toBe(0)
+      expect(cli(db, "keys", "revoke", token).code).not.toBe(0)
+      sqlite.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -1,0 +1,61 @@
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { importFixtureInput } from "../src/Fixtures/Import.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { get, TestServer } from "./support/TestServer.js"
+
+layer(TestServer(baseFixture))("fixture import", (it) => {
+  it.effect("is idempotent by id and keeps tokens hashed", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const count = (table: string) =>
+        Effect.map(sql.unsafe<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`), (rows) => rows[0]?.n)
+      const before = [yield* count("surveys"), yield* count("responses"), yield* count("answers"), yield* count("api_keys")]
+      yield* importFixtureInput(baseFixture)
+      const after = [yield* count("surveys"), yield* count("responses"), yield* count("answers"), yield* count("api_keys")]
+      expect(after).toEqual(before)
+      const hashes = yield* sql<{ tokenHash: string }>`SELECT token_hash FROM api_keys`
+      expect(hashes.every((h) => /^[0-9a-f]{64}$/.test(h.tokenHash))).toBe(true)
+      const dump = JSON.stringify(yield* sql`SELECT * FROM api_keys`)
+      expect(dump).not.toContain(TOKENS.editor)
+      const survey = (yield* get("/api/v1/surveys/srv_main", TOKENS.editor)).body
+      expect(survey).toMatchObject({ responseCount: 3, questionCount: 4 })
+    }))
+
+  it.effect("a re-import replaces a response's answers and updates the survey", () =>
+    Effect.gen(function*() {
+      yield* importFixtureInput({
+        surveys: [{ ...baseFixture.surveys![0]!, title: "Main, renamed" }],
+        responses: [{
+          id: "rsp_2",
+          surveyId: "srv_main",
+          createdAt: "2026-01-11T00:00:00.000Z",
+          completedAt: "2026-01-11T00:09:00.000Z",
+          answers: [{ questionId: "q_text", values: ["later"] }]
+        }]
+      })
+      expect((yield* get("/api/v1/surveys/srv_main", TOKENS.editor)).body).toMatchObject({ title: "Main, renamed" })
+      expect((yield* get("/api/v1/surveys/srv_main/responses/rsp_2", TOKENS.editor)).body).toMatchObject({
+        completed: true,
+        answers: [{ fieldId: "q_text", value: "later", values: ["later"] }]
+      })
+    }))
+
+  it.effect("a malformed fixture is refused whole and changes nothing", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const before = yield* sql`SELECT COUNT(*) AS n FROM responses`
+      const bad = yield* Effect.exit(importFixtureInput({ responses: [{ id: "rsp_x", surveyId: "srv_main" }] }))
+      expect(Exit.isFailure(bad)).toBe(true)
+      // A reference to a survey that does not exist fails in the transaction and rolls back.
+      const dangling = yield* Effect.exit(importFixtureInput({
+        responses: [
+          { id: "rsp_ok", surveyId: "srv_main", createdAt: "2026-01-20T00:00:00Z" },
+          { id: "rsp_dangling", surveyId: "srv_nowhere", createdAt: "2026-01-20T00:00:00Z" }
+        ]
+      }))
+      expect(Exit.isFailure(dangling)).toBe(true)
+      expect(yield* sql`SELECT COUNT(*) AS n FROM responses`).toEqual(before)
+    }))
+})

@@ -1,0 +1,20 @@
+import type { Reporter, TestModule } from "vitest/node"
+
+/** Prints one plain closing line, `Tests: N passed, N failed, N skipped`, after vitest's own summary. */
+export default class SummaryReporter implements Reporter {
+  onTestRunEnd(modules: ReadonlyArray<TestModule>) {
+    let passed = 0
+    let failed = 0
+    let skipped = 0
+    for (const module of modules) {
+      for (const test of module.children.allTests()) {
+        const state = test.result().state
+        if (state === "passed") passed++
+        else if (state === "failed") failed++
+        else skipped++
+      }
+      if (module.state() === "failed" && [...module.children.allTests()].length === 0) failed++
+    }
+    process.stdout.write(`\nTests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`)
+  }
+}
