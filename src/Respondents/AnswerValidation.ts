@@ -65,7 +65,9 @@ export const isCalendarDate = (input: string): boolean => {
   const match = datePattern.exec(input)
   if (match === null) return false
   const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
-  const date = new Date(Date.UTC(year, month - 1, day))
+  // setUTCFullYear, not Date.UTC: the latter maps years 0 to 99 onto 1900 to 1999.
+  const date = new Date(0)
+  date.setUTCFullYear(year, month - 1, day)
   return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day
 }
 
