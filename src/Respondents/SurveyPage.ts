@@ -43,7 +43,7 @@ h2{font-size:1.2rem;margin:1rem 0 .5rem}
 .description{color:#4a5568;margin:.25rem 0 1rem}
 .progress{margin:0 0 1rem}
 .bar{height:.5rem;background:#dde3ee;border-radius:.25rem;overflow:hidden}
-.bar span{display:block;height:100%;width:0;background:#2f6fde;transition:width .2s}
+.bar span{display:block;height:100%;width:0;background:#2f6fde}
 .progress p{margin:.25rem 0 0;font-size:.875rem;color:#4a5568}
 .question{border:1px solid #d6dce8;border-radius:.5rem;background:#fff;padding:1rem;margin:0 0 1rem;min-width:0}
 .question legend,.question>label.prompt{font-weight:600;display:block;padding:0;margin-bottom:.5rem}
