@@ -239,6 +239,21 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       expect((second.body as { code: string }).code).toBe("invalid_request")
     }))
 
+  it.effect("an embed token starts exactly one response, even when two saves race", () =>
+    Effect.gen(function*() {
+      const session = yield* createEmbed("srv_short", "user-race")
+      const { respondentToken } = yield* openAsJson(session.path)
+      const body = { answers: [{ questionId: "q_short_text", values: ["hi"] }] }
+      const results = yield* Effect.all([respond(respondentToken, body), respond(respondentToken, body)], {
+        concurrency: "unbounded"
+      })
+      expect(results.map((r) => r.status).sort()).toEqual([201, 400])
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ n: number }>`
+        SELECT count(*) AS n FROM responses WHERE external_user_id = 'user-race'`.pipe(Effect.orDie)
+      expect(rows[0]!.n).toBe(1)
+    }))
+
   it.effect("rejects bad answers with issues and stores nothing", () =>
     Effect.gen(function*() {
       const { respondentToken } = yield* openAsJson("/s/srv_all")

@@ -1,4 +1,5 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
@@ -105,6 +106,7 @@ const notAccepting = (survey: SurveyRow) =>
  */
 export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
     const surveys = yield* SurveyRepo
     const questions = yield* QuestionRepo
     const tokens = yield* RespondentTokens
@@ -159,14 +161,19 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       const found = yield* liveSurvey(session.right.surveyId)
       if (Option.isNone(found)) return yield* refused("Unknown")
       if (found.value.status !== "published") return yield* notAccepting(found.value)
-      const consumed = yield* Effect.either(embeds.consume(session.right))
-      if (Either.isLeft(consumed)) return yield* refused(consumed.left._tag)
-      const respondentToken = yield* tokens.issue({
-        surveyId: found.value.id,
-        embedSessionId: session.right.id,
-        externalUserId: session.right.externalUserId
-      })
-      return yield* renderSurvey(found.value, respondentToken)
+      // The load is spent only together with the respondent token it hands out.
+      const loaded = yield* embeds.consume(session.right).pipe(
+        Effect.zipRight(tokens.issue({
+          surveyId: found.value.id,
+          embedSessionId: session.right.id,
+          externalUserId: session.right.externalUserId
+        })),
+        sql.withTransaction,
+        Effect.catchTag("SqlError", Effect.die),
+        Effect.either
+      )
+      if (Either.isLeft(loaded)) return yield* refused(loaded.left._tag)
+      return yield* renderSurvey(found.value, loaded.right)
     })
 
     const respondent = Effect.gen(function*() {
