@@ -155,8 +155,15 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
         const page = yield* Effect.promise(() => context.newPage())
         const pageErrors: Array<string> = []
         page.on("pageerror", (error) => pageErrors.push(error.message))
+        // Console errors include Content-Security-Policy violations and failed requests.
+        page.on("console", (message) => {
+          if (message.type() === "error") pageErrors.push(message.text())
+        })
         yield* Effect.promise(() => page.goto(`http://127.0.0.1:${host.port}/?embed=${encodeURIComponent(embedUrl)}`))
         const frame = page.frameLocator("iframe")
+        yield* Effect.promise(() => frame.getByRole("heading", { name: "About you" }).waitFor())
+        mkdirSync("test-artifacts", { recursive: true })
+        yield* Effect.promise(() => page.screenshot({ path: "test-artifacts/survey-framed-desktop.png" }))
         const point = yield* Effect.promise(() => answerEverything(page, frame))
         expect(pageErrors).toEqual([])
 
