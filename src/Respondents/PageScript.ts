@@ -56,7 +56,7 @@ export const pageScript = String.raw`
   function setError(q, message) {
     var el = questionEl(q);
     var slot = document.getElementById("err-" + q.domId);
-    var control = el.querySelector("textarea, input:not([type=search]), select, .heatmap, .sort-list, .choices, .scale");
+    var control = el.tagName === "FIELDSET" ? el : el.querySelector("textarea, input, select");
     if (message) {
       slot.textContent = message;
       slot.hidden = false;

@@ -97,8 +97,11 @@ const renderControl = (q: PageQuestion, index: number): string => {
   const describedBy = `aria-describedby="err-${domId}"`
   const required = q.required ? ` aria-required="true"` : ""
   const label = `${escapeHtml(q.label)}${requiredMarker(q.required)}`
+  // A group (fieldset) carries its error description itself; single inputs carry it on the input.
   const open = (tag: "div" | "fieldset") =>
-    `<${tag} class="question" id="${domId}" data-question-id="${id}" data-type="${q.type}" data-required="${q.required}">`
+    `<${tag} class="question" id="${domId}" data-question-id="${id}" data-type="${q.type}" data-required="${q.required}"${
+      tag === "fieldset" ? ` aria-describedby="err-${domId}"` : ""
+    }>`
   switch (q.type) {
     case "section":
       return ""
@@ -134,7 +137,7 @@ const renderControl = (q: PageQuestion, index: number): string => {
       ).join("")
       return `${open("fieldset")}<legend>${label}${
         q.allowMultiple ? ` <span class="hint">(choose any)</span>` : ""
-      }</legend><div class="choices${images ? " images" : ""}" ${describedBy}>${items}</div>${errorSlot(domId)}</fieldset>`
+      }</legend><div class="choices${images ? " images" : ""}">${items}</div>${errorSlot(domId)}</fieldset>`
     }
     case "scale": {
       const items = q.options.map((o, i) =>
@@ -142,14 +145,14 @@ const renderControl = (q: PageQuestion, index: number): string => {
           escapeHtml(o.label)
         }</span></label>`
       ).join("")
-      return `${open("fieldset")}<legend>${label}</legend><div class="scale" ${describedBy}>${items}</div>${
+      return `${open("fieldset")}<legend>${label}</legend><div class="scale">${items}</div>${
         errorSlot(domId)
       }</fieldset>`
     }
     case "heatmap": {
       const imageUrl = typeof q.settings["imageUrl"] === "string" ? q.settings["imageUrl"] : ""
       return `${open("fieldset")}<legend id="${domId}-label">${label}</legend>
-<button type="button" class="heatmap" id="${domId}-in" aria-describedby="${domId}-hint err-${domId}">
+<button type="button" class="heatmap" id="${domId}-in" aria-describedby="${domId}-hint">
 <img src="${escapeHtml(imageUrl)}" alt="Picture to click on for: ${escapeHtml(q.label)}" draggable="false">
 <span class="marker" hidden></span></button>
 <p class="hint" id="${domId}-hint">Click the picture to place your point. With the keyboard: focus the picture, press Enter to place a point, move it with the arrow keys.</p>
@@ -166,7 +169,7 @@ const renderControl = (q: PageQuestion, index: number): string => {
       ).join("")
       return `${open("fieldset")}<legend>${label}</legend>
 <p class="hint" id="${domId}-hint">Drag the items, or use the arrow buttons, to put them in your order (first is most important).</p>
-<ol class="sort-list" aria-describedby="${domId}-hint err-${domId}">${items}</ol>
+<ol class="sort-list" aria-describedby="${domId}-hint">${items}</ol>
 <p class="hint" id="${domId}-state" aria-live="polite">Not ranked yet.</p>
 <button type="button" class="small" data-action="keep-order">Use this order</button>
 <button type="button" class="small" data-action="clear-order">Clear ranking</button>${errorSlot(domId)}</fieldset>`
