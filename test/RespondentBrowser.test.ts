@@ -143,6 +143,47 @@ const answerEverything = async (page: Page, frame: FrameLocator) => {
   return point
 }
 
+/** Presses Tab (at most 80 times) until the element matching `selector` has focus. */
+const tabTo = async (page: Page, selector: string) => {
+  for (let i = 0; i < 80; i++) {
+    if (await page.locator(selector).evaluate((el) => el === document.activeElement)) return
+    await page.keyboard.press("Tab")
+  }
+  throw new Error(`Tab never reached ${selector}`)
+}
+
+/** Answers every question of `srv_all` with the keyboard alone. */
+const answerWithKeyboardOnly = async (page: Page) => {
+  const keys = (...names: Array<string>) => names.reduce((p, name) => p.then(() => page.keyboard.press(name)), Promise.resolve())
+  await tabTo(page, "#q1-in")
+  await page.keyboard.type("keys@example.com")
+  await keys("Tab")
+  await page.keyboard.type("japan")
+  await keys("ArrowDown")
+  await tabTo(page, "#q3-in")
+  await page.keyboard.type("02292024")
+  await tabTo(page, "#next")
+  await keys("Enter")
+  await page.getByRole("heading", { name: "Your opinion" }).waitFor()
+  await tabTo(page, "#q5-o0")
+  await keys("ArrowDown")
+  await tabTo(page, "#q6-o0")
+  await keys("Space", "Tab", "Tab", "Space")
+  await tabTo(page, "#q7-o0")
+  await keys("ArrowRight", "ArrowRight", "ArrowRight")
+  await tabTo(page, "#q8-in")
+  await page.keyboard.type("12")
+  await tabTo(page, ".sort-item[data-value=docs] button[data-move='-1']")
+  await keys("Enter", "Enter")
+  await tabTo(page, "#q10-in")
+  await keys("Enter", "ArrowDown")
+  await tabTo(page, "#q11-in")
+  await page.keyboard.type("Only keys.")
+  await tabTo(page, "#next")
+  await keys("Enter")
+  await page.getByRole("heading", { name: "Thank you!" }).waitFor()
+}
+
 describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
   layer(TestServer(respondentFixture), { excludeTestServices: true })((it) => {
     it.scoped("a respondent answers every question type in an embed framed by another origin", () =>
@@ -204,6 +245,32 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
         yield* Effect.promise(() => page.goto(embedUrl))
         expect(yield* Effect.promise(() => page.getByRole("heading", { name: "This link was already used" }).isVisible()))
           .toBe(true)
+      }))
+
+    it.scoped("the survey page can be completed with the keyboard alone", () =>
+      Effect.gen(function*() {
+        const origin = yield* serverOrigin
+        const embedUrl = yield* createEmbedUrl(origin, "browser-user-keys")
+        const context = yield* browserContext({ width: 800, height: 900 })
+        const page = yield* Effect.promise(() => context.newPage())
+        yield* Effect.promise(() => page.goto(embedUrl))
+        yield* Effect.promise(() => answerWithKeyboardOnly(page))
+        const done = yield* get("/api/v1/surveys/srv_all/responses?status=completed&limit=100", TOKENS.editor)
+        const mine = (done.body as { data: Array<{ externalUserId: string | null; answers: Array<{ fieldId: string; value: string }> }> })
+          .data.filter((r) => r.externalUserId === "browser-user-keys")
+        expect(mine).toHaveLength(1)
+        expect(mine[0]!.answers.map((a) => [a.fieldId, a.value])).toEqual([
+          ["q_all_email", "keys@example.com"],
+          ["q_all_country", "JP"],
+          ["q_all_since", "2024-02-29"],
+          ["q_all_role", "pm"],
+          ["q_all_colours", JSON.stringify(["red", "blue"])],
+          ["q_all_scale", "4"],
+          ["q_all_seats", "12"],
+          ["q_all_rank", JSON.stringify(["docs", "speed", "price"])],
+          ["q_all_heat", "0.5,0.55"],
+          ["q_all_comment", "Only keys."]
+        ])
       }))
 
     it.scoped("the survey page is readable at phone width and can be completed there", () =>
