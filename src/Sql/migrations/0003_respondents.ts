@@ -27,6 +27,8 @@ export default Effect.gen(function*() {
     created_at TEXT NOT NULL,
     expires_at TEXT NOT NULL
   ) WITHOUT ROWID`
+  yield* sql`CREATE INDEX respondent_tokens_by_expiry ON respondent_tokens (expires_at)`
+  yield* sql`CREATE INDEX embed_sessions_by_expiry ON embed_sessions (expires_at)`
   // Which token started a response: only that token may change it.
   yield* sql`CREATE TABLE respondent_responses (
     response_id TEXT PRIMARY KEY REFERENCES responses (id) ON DELETE CASCADE,
