@@ -27,4 +27,9 @@ SMOKE_BODY="$body" bun -e '
     console.error("unexpected answer:", JSON.stringify(body)); process.exit(1)
   }
 '
+# The survey page and its assets are built into the binary.
+page=$(curl -fs "http://127.0.0.1:$port/s/srv_smoke")
+grep -q 'id="survey-form"' <<<"$page" || { echo "the survey page did not render" >&2; exit 1; }
+asset=$(curl -fs "http://127.0.0.1:$port/assets/demo-dashboard.svg")
+grep -q '<svg' <<<"$asset" || { echo "the demo asset is missing" >&2; exit 1; }
 echo "binary smoke test: ok"

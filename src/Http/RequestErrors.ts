@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiError, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
 import { InvalidRequest, InvalidRequestWire, type Issue } from "../Domain/Errors.js"
 
@@ -33,6 +33,15 @@ export const toInvalidRequest = (error: HttpApiError.HttpApiDecodeError): Invali
 export const RequestErrorsLive = HttpApiBuilder.middleware((app) =>
   Effect.catchAllCause(app, (cause) => {
     const failure: unknown = Option.getOrUndefined(Cause.failureOption(cause))
+    const squashed = Cause.squash(cause)
+    if (squashed instanceof HttpServerError.RequestError && squashed.reason === "Decode") {
+      // A body that is not JSON at all (or is empty) fails, as a defect, before the schema sees it.
+      const error = new InvalidRequest({
+        message: "The request body is missing or is not valid JSON.",
+        issues: [{ path: "", message: "expected a JSON body" }]
+      })
+      return Effect.succeed(HttpServerResponse.unsafeJson(encodeInvalidRequest(error), { status: 400 }))
+    }
     return failure instanceof HttpApiError.HttpApiDecodeError
       ? Effect.succeed(HttpServerResponse.unsafeJson(encodeInvalidRequest(toInvalidRequest(failure)), { status: 400 }))
       : Effect.failCause(cause)

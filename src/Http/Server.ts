@@ -13,8 +13,13 @@ import { Api } from "../Api.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "../Auth/Authorization.js"
 import { randomBase62 } from "../Domain/Ids.js"
+import { EmbedSessions } from "../Embeds/EmbedSessions.js"
+import { EmbedSessionsLive } from "../Embeds/Http.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { QuestionsLive } from "../Questions/Http.js"
+import { RespondentTokens } from "../Respondents/RespondentTokens.js"
+import { ResponseWriter } from "../Respondents/ResponseWriter.js"
+import { RespondentRoutes } from "../Respondents/Routes.js"
 import { ResponseRepo } from "../Responses/ResponseRepo.js"
 import { ResponsesLive } from "../Responses/Http.js"
 import { SurveysLive } from "../Surveys/Http.js"
@@ -77,10 +82,13 @@ const PagesAndHealth = HttpApiBuilder.Router.use((router) =>
 const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, QuestionRepo.Default, ResponseRepo.Default)
   .pipe(Layer.provideMerge(SurveyRepo.Default))
 
+const RespondentServices = Layer.mergeAll(EmbedSessions.Default, RespondentTokens.Default, ResponseWriter.Default)
+
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive]),
+  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, EmbedSessionsLive]),
   Layer.provide(AuthorizationLive),
-  Layer.provide(Repositories)
+  Layer.provide(Repositories),
+  Layer.provide(RespondentServices)
 )
 
 /** The whole HTTP surface: `/api/v1`, `/openapi.json`, `/docs`, `/healthz`. Needs an `HttpServer`. */
@@ -91,6 +99,7 @@ export const HttpLive = Layer.unwrapEffect(
   Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(PagesAndHealth),
+  Layer.provide(RespondentRoutes.pipe(Layer.provide(Repositories), Layer.provide(RespondentServices))),
   Layer.provide(RequestErrorsLive),
   Layer.provide(ApiLive),
   HttpServer.withLogAddress

@@ -1,0 +1,36 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "../Auth/Authorization.js"
+import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { SurveyId } from "../Surveys/Api.js"
+
+export class EmbedSessionRequest extends Schema.Class<EmbedSessionRequest>("EmbedSessionRequest")({
+  externalUserId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+    description: "The integrator's own identifier for the user, 1 to 256 characters. Stored on the response " +
+      "and included in the response.completed event."
+  })
+}) {}
+
+export class EmbedSession extends Schema.Class<EmbedSession>("EmbedSession")({
+  embedUrl: Schema.String.annotations({ description: "One-time URL to load in an iframe for the user." }),
+  expiresAt: Schema.String.annotations({ description: "When the URL stops working (one hour after creation)." })
+}) {}
+
+export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
+  .add(
+    HttpApiEndpoint.post("create")`/surveys/${SurveyId}/embed-sessions`
+      .setPayload(EmbedSessionRequest)
+      .addSuccess(EmbedSession, { status: 201 })
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Create a one-time embed URL")
+      .annotate(
+        OpenApi.Description,
+        "Creates a URL, valid for one hour and for one load, that shows the survey to one user of the integrator. " +
+          "Editor keys only; the survey must be published."
+      )
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Title, "Embed sessions")
+{}

@@ -1,0 +1,43 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer, Schedule } from "effect"
+import { toIso } from "../Domain/Time.js"
+
+/** Spent embed sessions are kept this long after they expire, then deleted. */
+export const EMBED_SESSION_RETENTION_MILLIS = 30 * 86_400_000
+
+/**
+ * Deletes respondent tokens that have expired (every page view of `/s/{id}` issues one) and
+ * embed sessions long past their expiry. Responses and their answers are never touched.
+ */
+export class RespondentPurge extends Effect.Service<RespondentPurge>()("Respondents/RespondentPurge", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const run = Effect.fn("RespondentPurge.run")(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const tokens = yield* sql<{ readonly tokenHash: string }>`
+        DELETE FROM respondent_tokens WHERE expires_at <= ${toIso(now)} RETURNING token_hash`
+      const sessions = yield* sql<{ readonly id: string }>`
+        DELETE FROM embed_sessions
+        WHERE expires_at <= ${toIso(now - EMBED_SESSION_RETENTION_MILLIS)}
+          AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = embed_sessions.id)
+        RETURNING id`
+      return { tokens: tokens.length, embedSessions: sessions.length } as const
+    })
+    return { run: () => run().pipe(Effect.orDie) } as const
+  })
+}) {}
+
+/** Runs the purge at start and then every hour while the server runs. */
+export const RespondentPurgeLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const purge = yield* RespondentPurge
+    yield* purge.run().pipe(
+      Effect.tap((removed) =>
+        removed.tokens + removed.embedSessions > 0 ? Effect.logDebug("purged respondent tokens", removed) : Effect.void
+      ),
+      Effect.catchAllCause((cause) => Effect.logWarning("respondent token purge failed", cause)),
+      Effect.repeat(Schedule.spaced("1 hour")),
+      Effect.forkScoped
+    )
+  })
+).pipe(Layer.provide(RespondentPurge.Default))

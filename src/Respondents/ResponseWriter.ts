@@ -1,0 +1,160 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Option } from "effect"
+import { storedValue } from "../Domain/AnswerValue.js"
+import { InvalidRequest, NotFound } from "../Domain/Errors.js"
+import { makeId } from "../Domain/Ids.js"
+import { toIso } from "../Domain/Time.js"
+import { Outbox } from "../Events/Outbox.js"
+import { QuestionRepo } from "../Questions/QuestionRepo.js"
+import { ResponseRepo } from "../Responses/ResponseRepo.js"
+import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { missingRequired, type SubmittedAnswer, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
+import type { RespondentContext } from "./RespondentTokens.js"
+
+export interface Submission {
+  readonly answers: ReadonlyArray<SubmittedAnswer>
+  readonly finished: boolean
+}
+
+const invalid = (message: string, issues: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
+  new InvalidRequest({ message, issues })
+
+/**
+ * Writes respondents' answers. One transaction per call: the response and its answers, the
+ * survey's response count, a `response_changes` row, and on finishing the `response.completed`
+ * event, so that either all of it is stored or none of it.
+ */
+export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondents/ResponseWriter", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const surveys = yield* SurveyRepo
+    const questions = yield* QuestionRepo
+    const responses = yield* ResponseRepo
+    const outbox = yield* Outbox
+
+    const write = (respondent: RespondentContext, target: Option.Option<string>, submission: Submission) =>
+      Effect.gen(function*() {
+        const survey = yield* surveys.findById(respondent.surveyId)
+        if (Option.isNone(survey) || survey.value.trashed !== 0 || survey.value.status !== "published") {
+          const status = Option.match(survey, {
+            onNone: () => "gone",
+            onSome: (s) => s.trashed !== 0 ? "gone" : s.status
+          })
+          return yield* invalid("The survey is no longer accepting responses.", [
+            { path: "surveyId", message: `survey is ${status}, not published` }
+          ])
+        }
+        const { workspaceId } = survey.value
+        const rows = yield* questions.listForSurvey(respondent.surveyId)
+        const checkable: ReadonlyArray<ValidationQuestion> = rows.map((row) => ({
+          id: row.id,
+          type: row.type,
+          required: row.required !== 0,
+          allowMultiple: row.allowMultiple !== 0,
+          options: row.options
+        }))
+        const { accepted, issues } = validateAnswers(checkable, submission.answers)
+        if (issues.length > 0) return yield* invalid("Some answers are not valid; nothing was saved.", issues)
+
+        const now = toIso(yield* Clock.currentTimeMillis)
+        const responseId = yield* Option.match(target, {
+          onNone: () =>
+            Effect.gen(function*() {
+              if (respondent.singleResponse !== 0) {
+                const started = yield* sql<{ readonly responseId: string }>`
+                  SELECT response_id FROM respondent_responses WHERE token_hash = ${respondent.tokenHash} LIMIT 1`
+                if (started.length > 0) {
+                  return yield* invalid("This embed link already started a response; continue it with PATCH.", [
+                    { path: "", message: "one response per embed session" }
+                  ])
+                }
+              }
+              const id = makeId("rsp")
+              yield* sql`INSERT INTO responses ${
+                sql.insert({
+                  id,
+                  surveyId: respondent.surveyId,
+                  externalUserId: respondent.externalUserId,
+                  completed: 0,
+                  completedAt: null,
+                  createdAt: now,
+                  updatedAt: now
+                })
+              }`
+              yield* sql`INSERT INTO respondent_responses ${sql.insert({ responseId: id, tokenHash: respondent.tokenHash })}`
+              yield* sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${respondent.surveyId}`
+              return id
+            }),
+          onSome: (id) =>
+            Effect.gen(function*() {
+              const found = yield* sql<{ readonly completed: number }>`
+                SELECT r.completed FROM responses r
+                JOIN respondent_responses o ON o.response_id = r.id
+                WHERE r.id = ${id} AND r.survey_id = ${respondent.surveyId} AND o.token_hash = ${respondent.tokenHash}`
+              const row = found[0]
+              if (row === undefined) {
+                return yield* new NotFound({ message: `No response ${JSON.stringify(id.slice(0, 64))} for this respondent.` })
+              }
+              if (row.completed !== 0) {
+                return yield* invalid("This response is already completed and cannot change.", [
+                  { path: "responseId", message: "response is completed" }
+                ])
+              }
+              yield* sql`UPDATE responses SET updated_at = ${now} WHERE id = ${id}`
+              return id
+            })
+        })
+
+        for (const answer of accepted) {
+          if (answer.values.length === 0) {
+            yield* sql`DELETE FROM answers WHERE response_id = ${responseId} AND question_id = ${answer.questionId}`
+          } else {
+            const value = storedValue(answer.type, answer.values)
+            const values = JSON.stringify(answer.values)
+            yield* sql`INSERT INTO answers (response_id, question_id, value, "values")
+              VALUES (${responseId}, ${answer.questionId}, ${value}, ${values})
+              ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`
+          }
+        }
+
+        if (submission.finished) {
+          const answered = yield* sql<{ readonly questionId: string }>`
+            SELECT question_id FROM answers WHERE response_id = ${responseId}`
+          const missing = missingRequired(checkable, new Set(answered.map((a) => a.questionId)))
+          if (missing.length > 0) {
+            return yield* invalid("Required questions are not answered; nothing was saved.", missing)
+          }
+          yield* sql`UPDATE responses SET completed = 1, completed_at = ${now}, updated_at = ${now} WHERE id = ${responseId}`
+        }
+        yield* sql`INSERT INTO response_changes ${
+          sql.insert({ responseId, surveyId: respondent.surveyId, changedAt: now })
+        }`
+
+        if (submission.finished) {
+          const response = yield* responses.findById(respondent.surveyId, responseId).pipe(Effect.flatMap(Effect.orDie))
+          yield* outbox.append({
+            type: "response.completed",
+            workspaceId,
+            surveyId: respondent.surveyId,
+            data: { responseId, externalUserId: response.externalUserId, response }
+          })
+        }
+        return { responseId, created: Option.isNone(target) } as const
+      })
+
+    const run = (respondent: RespondentContext, target: Option.Option<string>, submission: Submission) =>
+      sql.withTransaction(write(respondent, target, submission)).pipe(
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+    return {
+      /** Starts a response (POST /respond/v1/responses). */
+      create: (respondent: RespondentContext, submission: Submission) =>
+        run(respondent, Option.none(), submission).pipe(Effect.withSpan("ResponseWriter.create")),
+      /** Adds or replaces answers of a response this respondent started (PATCH). */
+      update: (respondent: RespondentContext, responseId: string, submission: Submission) =>
+        run(respondent, Option.some(responseId), submission).pipe(Effect.withSpan("ResponseWriter.update"))
+    } as const
+  }),
+  dependencies: [SurveyRepo.Default, QuestionRepo.Default, ResponseRepo.Default, Outbox.Default]
+}) {}

@@ -1,0 +1,65 @@
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Schema } from "effect"
+import { Survey } from "../src/Domain/Survey.js"
+import { EventEnvelope } from "../src/Events/Event.js"
+import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
+import { SurveyRepo } from "../src/Surveys/SurveyRepo.js"
+import { baseFixture } from "./support/Fixtures.js"
+import { TestDatabase } from "./support/TestServer.js"
+
+const decodeEnvelope = Schema.decodeUnknownSync(Schema.parseJson(EventEnvelope))
+const decodeSurveyData = Schema.decodeUnknownSync(Schema.Struct({ survey: Survey }))
+
+const eventsOf = (surveyId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ id: string; type: string; workspaceId: string; surveyId: string; payload: string; createdAt: string }>`
+      SELECT id, type, workspace_id, survey_id, payload, created_at FROM events WHERE survey_id = ${surveyId} ORDER BY seq`
+      .pipe(Effect.orDie)
+  })
+
+layer(SurveyRepo.Default.pipe(Layer.provideMerge(TestDatabase(baseFixture))))("survey lifecycle events in the outbox", (it) => {
+  it.effect("publish and close each write one complete event with the Survey resource as it is after the move", () =>
+    Effect.gen(function*() {
+      const lifecycle = yield* SurveyLifecycle
+      const repo = yield* SurveyRepo
+      expect(yield* eventsOf("srv_draft")).toEqual([])
+
+      yield* lifecycle.apply("srv_draft", "publish").pipe(Effect.orDie)
+      const published = (yield* repo.findById("srv_draft").pipe(Effect.flatMap(Effect.orDie))).toApi()
+      yield* lifecycle.apply("srv_draft", "close").pipe(Effect.orDie)
+      const closed = (yield* repo.findById("srv_draft").pipe(Effect.flatMap(Effect.orDie))).toApi()
+
+      const rows = yield* eventsOf("srv_draft")
+      expect(rows.map((r) => r.type)).toEqual(["survey.published", "survey.closed"])
+      const [first, second] = rows.map((row) => {
+        const envelope = decodeEnvelope(row.payload)
+        expect(envelope.id).toBe(row.id)
+        expect(envelope.id).toMatch(/^evt_[A-Za-z0-9]{20}$/)
+        expect(envelope.type).toBe(row.type)
+        expect(envelope.timestamp).toBe(row.createdAt)
+        expect(envelope.formId).toBe("srv_draft")
+        expect(row.workspaceId).toBe("ws_a")
+        return decodeSurveyData(envelope.data).survey
+      })
+      expect(first).toEqual(published)
+      expect(first!.status).toBe("published")
+      expect(first!.published).toBe(true)
+      expect(second).toEqual(closed)
+      expect(second!.status).toBe("closed")
+      expect(second!.published).toBe(false)
+    }))
+
+  it.effect("a refused move or a trash writes no event", () =>
+    Effect.gen(function*() {
+      const lifecycle = yield* SurveyLifecycle
+      const refused = yield* Effect.flip(lifecycle.apply("srv_closed", "close"))
+      expect(refused._tag).toBe("TransitionRefused")
+      yield* lifecycle.apply("srv_closed", "trash").pipe(Effect.orDie)
+      expect(yield* eventsOf("srv_closed")).toEqual([])
+      const gone = yield* Effect.flip(lifecycle.apply("srv_closed", "publish"))
+      expect(gone._tag).toBe("SurveyMissing")
+      expect(yield* eventsOf("srv_closed")).toEqual([])
+    }))
+})
