@@ -9,6 +9,7 @@ import {
 } from "@effect/platform"
 import { SqlError } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
+import { AnalyticsLive } from "../Analytics/Http.js"
 import { Api } from "../Api.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "../Auth/Authorization.js"
@@ -78,7 +79,7 @@ const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, Qu
   .pipe(Layer.provideMerge(SurveyRepo.Default))
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive]),
+  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, AnalyticsLive]),
   Layer.provide(AuthorizationLive),
   Layer.provide(Repositories)
 )
