@@ -138,7 +138,7 @@ const oracle = (questions: ReadonlyArray<QuestionDef>, responses: ReadonlyArray<
           ? {
             count: nums.length,
             mean,
-            median: nums.length === 0 ? null : nums.length % 2 === 1 ? nums[mid] : (nums[mid - 1]! + nums[mid]!) / 2,
+            median: nums.length === 0 ? null : nums.length % 2 === 1 ? nums[mid] : ((nums[mid - 1] ?? 0) + (nums[mid] ?? 0)) / 2,
             min: nums[0] ?? null,
             max: nums[nums.length - 1] ?? null,
             standardDeviation: nums.length < 2
