@@ -51,17 +51,19 @@ try {
 
   const server = await startServer(dbPath, 18000 + Math.floor(Math.random() * 1000))
   const db = new Database(dbPath)
-  db.exec("PRAGMA busy_timeout = 5000")
+  db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL")
   try {
     const analytics = async (surveyId: string) => {
       const res = await fetch(`${server.url}/api/v1/surveys/${surveyId}/analytics`, {
         headers: { authorization: `Bearer ${TOKEN}` }
       })
       if (!res.ok) throw new Error(`analytics answered ${res.status}`)
-      return (await res.json()) as { completedCount: number; responseCount: number }
+      return (await res.json()) as { completedCount: number; responseCount: number; questions: Array<unknown> }
     }
     const check = await analytics("srv_large")
-    if (check.responseCount !== large) throw new Error(`expected ${large} responses, got ${check.responseCount}`)
+    if (check.responseCount !== large || check.questions.length !== questions.length) {
+      throw new Error(`expected ${large} responses and ${questions.length} questions in the analytics`)
+    }
 
     // Latency: interleaved so that both sizes see the same machine state.
     const rounds = 300
@@ -103,7 +105,7 @@ try {
     const insertResponse = db.prepare(
       "INSERT INTO responses (id, survey_id, completed, completed_at, created_at, updated_at) VALUES (?, 'srv_fresh', 1, ?, ?, ?)"
     )
-    const insertAnswer = db.prepare("INSERT INTO answers (response_id, question_id, value, \"values\") VALUES (?, 'q_num', ?, ?)")
+    const insertAnswer = db.prepare("INSERT INTO answers (response_id, question_id, value, \"values\") VALUES (?, 'srv_fresh_q_num', ?, ?)")
     const insertChange = db.prepare(
       "INSERT INTO response_changes (response_id, survey_id, changed_at) VALUES (?, 'srv_fresh', ?)"
     )

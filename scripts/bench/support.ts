@@ -17,6 +17,9 @@ export interface BenchQuestion {
   readonly options?: ReadonlyArray<string>
 }
 
+/** Question ids are global: each survey gets its own copy of a question list. */
+export const questionId = (surveyId: string, q: BenchQuestion) => `${surveyId}_${q.id}`
+
 export const tempDir = () => mkdtempSync(join(tmpdir(), "survey-bench-"))
 export const cleanup = (dir: string) => rmSync(dir, { recursive: true, force: true })
 
@@ -60,7 +63,7 @@ export const prepare = (
       createdAt: "2026-01-01T00:00:00.000Z",
       updatedAt: "2026-01-01T00:00:00.000Z",
       questions: s.questions.map((q, i) => ({
-        id: q.id,
+        id: questionId(s.id, q),
         type: q.type,
         label: q.label,
         order: i + 1,
@@ -147,11 +150,12 @@ export const bulkResponses = (
           if (q === undefined || rnd() < 0.05) continue
           const values = answerFor(q, rnd, i)
           if (values.length === 0) continue
-          insertAnswer.run(id, q.id, storedValue(q.type, values), JSON.stringify(values))
+          insertAnswer.run(id, questionId(surveyId, q), storedValue(q.type, values), JSON.stringify(values))
         }
       }
     })()
   }
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)")
   db.exec(`UPDATE surveys SET response_count = (SELECT COUNT(*) FROM responses WHERE survey_id = '${surveyId}') WHERE id = '${surveyId}'`)
   db.close()
 }

@@ -267,6 +267,10 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
         sql`DELETE FROM analytics_contributions WHERE response_id IN ${sql.in(part)}`, { discard: true })
 
+    /** A survey's questions and counters read in one transaction, so both belong to the same moment. */
+    const snapshot = (surveyId: string) =>
+      sql.withTransaction(Effect.all({ questions: questionsOf(surveyId), stored: load(surveyId) }))
+
     const storedSignature = (surveyId: string) =>
       sql<{ signature: string }>`SELECT signature FROM analytics_surveys WHERE survey_id = ${surveyId}`.pipe(
         Effect.map((rows) => rows[0]?.signature ?? null)
@@ -290,6 +294,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       questionsOf,
       storedLayouts,
       load,
+      snapshot,
       storedSignature,
       addDelta,
       clearSurvey,

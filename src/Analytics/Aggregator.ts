@@ -60,6 +60,9 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       let responses = 0
       for (const id of ids) responses += yield* rebuild(id)
       yield* repo.setPosition(upTo)
+      // A full rebuild writes a contribution per response: fold the write-ahead log back into the
+      // database now rather than on the next small commit of a running server.
+      yield* sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)")
       return { surveys: ids.length, responses }
     })
 

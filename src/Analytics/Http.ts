@@ -12,9 +12,7 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
     return handlers.handle("get", ({ path }) =>
       Effect.gen(function*() {
         yield* access.require(path.id)
-        const [questions, stored] = yield* Effect.all([repo.questionsOf(path.id), repo.load(path.id)]).pipe(
-          Effect.orDie
-        )
+        const { questions, stored } = yield* repo.snapshot(path.id).pipe(Effect.orDie)
         return analyticsOf(questions, stored.aggregates)
       }).pipe(Effect.withSpan("Analytics.get")))
   })).pipe(Layer.provide(AggregateRepo.Default))
