@@ -8,6 +8,7 @@
 import { Database } from "bun:sqlite"
 import {
   type BenchQuestion,
+  buildBinary,
   bulkResponses,
   cleanup,
   fmt,
@@ -49,7 +50,7 @@ try {
   const rebuilt = (performance.now() - t) / 1000
   log(`full rebuild in ${fmt(rebuilt)} s`)
 
-  const server = await startServer(dbPath, 18000 + Math.floor(Math.random() * 1000))
+  const server = await startServer(buildBinary(), dbPath, 18000 + Math.floor(Math.random() * 1000))
   const db = new Database(dbPath)
   db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL")
   try {

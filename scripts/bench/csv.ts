@@ -8,6 +8,7 @@
 import { join } from "node:path"
 import {
   type BenchQuestion,
+  buildBinary,
   bulkResponses,
   cleanup,
   fmt,
@@ -45,7 +46,7 @@ try {
   bulkResponses(dbPath, "srv_large", questions, large, 4)
   log(`generated ${small + large} responses in ${fmt((performance.now() - t) / 1000)} s`)
 
-  const server = await startServer(dbPath, 19000 + Math.floor(Math.random() * 1000))
+  const server = await startServer(buildBinary(), dbPath, 19000 + Math.floor(Math.random() * 1000))
   const idleRss = peakRssMb(server.pid)
   const results: Array<Array<string>> = []
   try {

@@ -166,9 +166,16 @@ export interface Server {
   readonly stop: () => Promise<void>
 }
 
-/** `survey-service serve` on a free local port, waiting for /healthz. */
-export const startServer = async (dbPath: string, port: number): Promise<Server> => {
-  const proc = Bun.spawn(["bun", join(root, "src/main.ts"), "serve", "--db", dbPath, "--port", String(port)], {
+/** Builds the shipped binary (`bun run build`), which is what the benchmarks serve with. */
+export const buildBinary = () => {
+  const result = Bun.spawnSync(["bun", "run", "build"], { cwd: root, stdout: "pipe", stderr: "pipe" })
+  if (result.exitCode !== 0) throw new Error(`build failed: ${result.stderr.toString()}`)
+  return join(root, "dist/survey-service")
+}
+
+/** `survey-service serve` (the compiled binary) on a local port, waiting for /healthz. */
+export const startServer = async (binary: string, dbPath: string, port: number): Promise<Server> => {
+  const proc = Bun.spawn([binary, "serve", "--db", dbPath, "--port", String(port)], {
     cwd: root,
     env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "warn" },
     stdout: "ignore",

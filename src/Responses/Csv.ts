@@ -46,13 +46,15 @@ export const csvLine = (fields: ReadonlyArray<string>): string => fields.map(csv
 const text = (value: unknown): string => (typeof value === "string" ? value : value === null ? "" : String(value))
 
 /** One CSV line from a row: id, externalUserId, completed, completedAt, createdAt, then one value per question. */
-const rowLine = (surveyId: string, questions: ReadonlyArray<CsvQuestion>, row: ReadonlyArray<unknown>): string => {
-  const fields = [text(row[0]), surveyId, text(row[1]), row[2] === 1 ? "true" : "false", text(row[4]), text(row[3])]
-  questions.forEach((q, i) => {
+const rowLine = (surveyId: string, freeText: ReadonlyArray<boolean>, row: ReadonlyArray<unknown>): string => {
+  let line = `${csvField(text(row[0]))},${csvField(surveyId)},${csvField(text(row[1]))},${
+    row[2] === 1 ? "true" : "false"
+  },${csvField(text(row[4]))},${csvField(text(row[3]))}`
+  for (let i = 0; i < freeText.length; i++) {
     const cell = text(row[5 + i])
-    fields.push(isFreeText(q.type) ? guardFormula(cell) : cell)
-  })
-  return csvLine(fields)
+    line += "," + csvField(freeText[i] === true ? guardFormula(cell) : cell)
+  }
+  return line + "\r\n"
 }
 
 export interface CsvExport {
@@ -62,7 +64,7 @@ export interface CsvExport {
   readonly createdAfter: string | undefined
 }
 
-const pageSize = 2000
+const pageSize = 1000
 
 interface Position {
   readonly createdAt: string
@@ -72,6 +74,7 @@ interface Position {
 /** The export as a byte stream, one chunk per keyset page. */
 export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stream<Uint8Array> => {
   const encoder = new TextEncoder()
+  const freeText = req.questions.map((q) => isFreeText(q.type))
   // One correlated lookup per question keeps each row a single result row (answers are keyed by response).
   const cells = req.questions.map((_, i) =>
     `(SELECT value FROM answers a WHERE a.response_id = r.id AND a.question_id = ?) AS c${i}`
@@ -93,7 +96,7 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
   const pages = Stream.paginateChunkEffect(Option.none<Position>(), (after) =>
     Effect.map(page(after), (rows): readonly [Chunk.Chunk<Uint8Array>, Option.Option<Option.Option<Position>>] => {
       let out = ""
-      for (const row of rows) out += rowLine(req.surveyId, req.questions, row)
+      for (const row of rows) out += rowLine(req.surveyId, freeText, row)
       const last = rows[rows.length - 1]
       const more = rows.length === pageSize && last !== undefined && typeof last[0] === "string" &&
           typeof last[4] === "string"
