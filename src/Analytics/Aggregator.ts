@@ -146,7 +146,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
 }) {}
 
 /** How often the aggregator looks for new changes; well inside the 2 s freshness goal. */
-const pollEvery = Schedule.spaced("200 millis")
+const pollEvery = Schedule.spaced("100 millis")
 const sweepEvery = Schedule.spaced("30 seconds")
 
 const supervised = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) =>
