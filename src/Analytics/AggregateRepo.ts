@@ -290,7 +290,11 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       Effect.map((rows) => rows.map((r) => r.id))
     )
 
+    const surveyExists = (surveyId: string) =>
+      sql`SELECT 1 AS found FROM surveys WHERE id = ${surveyId}`.pipe(Effect.map((rows) => rows.length > 0))
+
     return {
+      surveyExists,
       questionsOf,
       storedLayouts,
       load,

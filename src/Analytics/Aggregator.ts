@@ -1,7 +1,10 @@
 import { SqlClient } from "@effect/sql"
-import { Array as Arr, Effect, Layer, Schedule } from "effect"
+import { Array as Arr, Data, Effect, Layer, Schedule } from "effect"
 import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
+
+/** An operator asked to rebuild a survey that does not exist. */
+export class UnknownSurvey extends Data.TaggedError("UnknownSurvey")<{ readonly message: string }> {}
 
 type Page = Effect.Effect.Success<ReturnType<AggregateRepo["responsePage"]>>
 
@@ -48,9 +51,17 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         return responses
       })
 
-    /** Recomputes one survey's aggregates from its responses. */
+    /** Recomputes one survey's aggregates from its responses; answers how many it read. */
     const rebuild = Effect.fn("Aggregator.rebuild")(function*(surveyId: string) {
       return yield* lock.withPermits(1)(sql.withTransaction(rebuildInTransaction(surveyId)))
+    })
+
+    /** `rebuild` for an operator: an unknown id is an error rather than an empty survey. */
+    const rebuildExisting = Effect.fn("Aggregator.rebuildExisting")(function*(surveyId: string) {
+      if (!(yield* repo.surveyExists(surveyId))) {
+        return yield* new UnknownSurvey({ message: `No survey with id ${JSON.stringify(surveyId)}.` })
+      }
+      return yield* rebuild(surveyId)
     })
 
     /** Recomputes every survey; changes recorded before the start are then known to be included. */
@@ -140,7 +151,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       return stale.length
     })
 
-    return { step, catchUp, rebuild, rebuildAll, sweepLayouts } as const
+    return { step, catchUp, rebuild, rebuildExisting, rebuildAll, sweepLayouts } as const
   }),
   dependencies: [AggregateRepo.Default]
 }) {}
