@@ -174,10 +174,15 @@ export const buildBinary = () => {
 }
 
 /** `survey-service serve` (the compiled binary) on a local port, waiting for /healthz. */
-export const startServer = async (binary: string, dbPath: string, port: number): Promise<Server> => {
+export const startServer = async (
+  binary: string,
+  dbPath: string,
+  port: number,
+  extraEnv: Record<string, string> = {}
+): Promise<Server> => {
   const proc = Bun.spawn([binary, "serve", "--db", dbPath, "--port", String(port)], {
     cwd: root,
-    env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "warn" },
+    env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "warn", ...extraEnv },
     stdout: "ignore",
     stderr: "inherit"
   })
