@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { parse } from "csv-parse/sync"
 import { Effect } from "effect"
+import { seedDemo } from "../src/Demo/Seed.js"
 import { trickyTexts, csvFixture } from "./support/CsvFixtures.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { get, TestServer } from "./support/TestServer.js"
@@ -76,5 +77,30 @@ layer(TestServer(csvFixture))("GET /api/v1/surveys/{id}/responses?format=csv", (
       expect(bad.status).toBe(400)
       expect(bad.body).toMatchObject({ code: "invalid_request" })
       expect((yield* get("/api/v1/surveys/srv_csv/responses?format=csv")).status).toBe(401)
+    }))
+})
+
+layer(TestServer())("the demo survey's CSV", (it) => {
+  it.effect("parses into one full-width record per response, in list order", () =>
+    Effect.gen(function*() {
+      const { editorToken } = yield* seedDemo()
+      const res = yield* get("/api/v1/surveys/srv_demo_feedback/responses?format=csv", editorToken)
+      expect(res.status).toBe(200)
+      const [header, ...rows] = records(res.text)
+      const questions = yield* get("/api/v1/surveys/srv_demo_feedback/questions", editorToken)
+      const labels = (questions.body as { data: Array<{ label: string }> }).data.map((q) => q.label)
+      expect(header).toEqual([...fixed, ...labels])
+      expect(rows.length).toBeGreaterThan(100)
+      for (const row of rows) expect(row).toHaveLength(fixed.length + labels.length)
+      const ids: Array<string> = []
+      let cursor: string | null = null
+      do {
+        const query: string = cursor === null ? "" : `&cursor=${cursor}`
+        const page = yield* get(`/api/v1/surveys/srv_demo_feedback/responses?limit=100${query}`, editorToken)
+        const body = page.body as { data: Array<{ id: string }>; nextCursor: string | null }
+        ids.push(...body.data.map((r) => r.id))
+        cursor = body.nextCursor
+      } while (cursor !== null)
+      expect(rows.map((r) => r[0])).toEqual(ids)
     }))
 })
