@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { AnalyticsApi } from "./Analytics/Api.js"
 import { EmbedSessionsApi } from "./Embeds/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
@@ -10,6 +11,7 @@ export class Api extends HttpApi.make("survey-service")
   .add(QuestionsApi)
   .add(ResponsesApi)
   .add(EmbedSessionsApi)
+  .add(AnalyticsApi)
   .prefix("/api/v1")
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",

@@ -1,5 +1,6 @@
 import { BunHttpServer } from "@effect/platform-bun"
 import { Layer, Logger } from "effect"
+import { AggregatorLive } from "./Analytics/Aggregator.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import type { AppSettings } from "./Config.js"
 import { Outbox } from "./Events/Outbox.js"
@@ -18,7 +19,7 @@ export const OperatorServices = Layer.mergeAll(ApiKeyRepo.Default, SurveyLifecyc
 /** The HTTP server and its background work. Needs the database and `AppConfig`. */
 export const ServerLive = (settings: AppSettings) =>
   HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" })))
-    .pipe(Layer.merge(RespondentPurgeLive))
+    .pipe(Layer.merge(RespondentPurgeLive), Layer.merge(AggregatorLive))
 
 /** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */
 export const LoggingLive = (settings: AppSettings) =>

@@ -1,6 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Aggregator } from "../Analytics/Aggregator.js"
 import { DatabaseLive, LoggingLive, OperatorServices, ServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AppConfig } from "../Config.js"
@@ -119,8 +120,29 @@ const surveys = Command.make("surveys").pipe(Command.withSubcommands([
   lifecycle("trash", "Move a survey to the trash")
 ]))
 
+const analyticsRebuild = Command.make("rebuild", {
+  survey: Args.text({ name: "SURVEY_ID" }).pipe(Args.optional),
+  db
+}, ({ db, survey }) =>
+  withDatabase(
+    db,
+    Effect.gen(function*() {
+      const aggregator = yield* Aggregator
+      yield* Option.match(survey, {
+        onNone: () =>
+          Effect.flatMap(aggregator.rebuildAll(), (done) =>
+            Console.log(`Rebuilt analytics of ${done.surveys} surveys from ${done.responses} responses.`)),
+        onSome: (id) =>
+          Effect.flatMap(aggregator.rebuildExisting(id), (responses) =>
+            Console.log(`Rebuilt analytics of survey ${id} from ${responses} responses.`))
+      })
+    }).pipe(Effect.provide(Aggregator.Default))
+  )).pipe(Command.withDescription("Recompute stored analytics from the responses (one survey, or all)"))
+
+const analytics = Command.make("analytics").pipe(Command.withSubcommands([analyticsRebuild]))
+
 export const cli = Command.make("survey-service").pipe(
-  Command.withSubcommands([serve, migrate, importCommand, keys, surveys])
+  Command.withSubcommands([serve, migrate, importCommand, keys, surveys, analytics])
 )
 
 export const run = Command.run(cli, { name: "survey-service", version: "0.1.0" })

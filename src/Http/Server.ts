@@ -9,6 +9,7 @@ import {
 } from "@effect/platform"
 import { SqlError } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
+import { AnalyticsLive } from "../Analytics/Http.js"
 import { Api } from "../Api.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "../Auth/Authorization.js"
@@ -85,7 +86,7 @@ const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, Qu
 const RespondentServices = Layer.mergeAll(EmbedSessions.Default, RespondentTokens.Default, ResponseWriter.Default)
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, EmbedSessionsLive]),
+  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, EmbedSessionsLive, AnalyticsLive]),
   Layer.provide(AuthorizationLive),
   Layer.provide(Repositories),
   Layer.provide(RespondentServices)

@@ -17,6 +17,9 @@ export const ResponseListParams = Schema.Struct({
   })),
   status: Schema.optional(ResponseStatusFilter.annotations({
     description: "all (default), completed, or incomplete (abandoned)."
+  })),
+  format: Schema.optional(Schema.Literal("csv").annotations({
+    description: "csv: stream the filtered set as a text/csv download, unpaginated (cursor and limit do not apply)."
   }))
 })
 
@@ -30,6 +33,24 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .addError(NotFoundWire)
       .addError(ServiceUnavailableWire)
       .annotate(OpenApi.Summary, "List responses of a survey, oldest first")
+      .annotate(OpenApi.Transform, (operation) => ({
+        ...operation,
+        responses: {
+          ...operation.responses,
+          200: {
+            ...operation.responses?.[200],
+            content: {
+              ...operation.responses?.[200]?.content,
+              "text/csv": {
+                schema: {
+                  type: "string",
+                  description: "With format=csv: RFC 4180 CSV, one line per response, one column per question."
+                }
+              }
+            }
+          }
+        }
+      }))
   )
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyId}/responses/${

@@ -1,19 +1,33 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { NotFound } from "../Domain/Errors.js"
+import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import { csvResponse } from "./Csv.js"
 import { ResponseRepo } from "./ResponseRepo.js"
 
 export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =>
   Effect.gen(function*() {
     const access = yield* SurveyAccess
     const responses = yield* ResponseRepo
+    const questions = yield* QuestionRepo
+    const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("list", ({ path, urlParams }) =>
         Effect.gen(function*() {
           yield* access.require(path.id)
+          if (urlParams.format === "csv") {
+            const columns = (yield* questions.listForSurvey(path.id)).filter(isApiQuestion)
+            return csvResponse(sql, {
+              surveyId: path.id,
+              questions: columns,
+              status: urlParams.status ?? "all",
+              createdAfter: urlParams.createdAfter
+            })
+          }
           const limit = urlParams.limit ?? 25
           const status = urlParams.status ?? "all"
           const fingerprint = `responses:${path.id}:${status}:${urlParams.createdAfter ?? ""}`

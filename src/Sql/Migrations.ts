@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import Foundation from "./migrations/0001_foundation.js"
 import Events from "./migrations/0002_events.js"
 import Respondents from "./migrations/0003_respondents.js"
+import Analytics from "./migrations/0005_analytics.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -11,7 +12,8 @@ import Respondents from "./migrations/0003_respondents.js"
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_foundation": Foundation,
   "0002_events": Events,
-  "0003_respondents": Respondents
+  "0003_respondents": Respondents,
+  "0005_analytics": Analytics
 }
 
 export const runMigrations = Migrator.make({})({

@@ -1,0 +1,317 @@
+import { SqlClient } from "@effect/sql"
+import { Array as Arr, Effect, Schema } from "effect"
+import { StoredQuestionType } from "../Domain/Question.js"
+import {
+  type Aggregates,
+  type Contribution,
+  ContributionJson,
+  emptyAggregates,
+  type QuestionDef,
+  type ResponseInput
+} from "./Compute.js"
+
+const chunk = 500
+
+const QuestionDefRow = Schema.Struct({
+  id: Schema.String,
+  surveyId: Schema.String,
+  type: StoredQuestionType,
+  position: Schema.Number,
+  deleted: Schema.Number,
+  options: Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
+})
+const decodeQuestions = Schema.decodeUnknown(Schema.Array(QuestionDefRow))
+
+const toDef = (row: typeof QuestionDefRow.Type): QuestionDef => ({
+  id: row.id,
+  type: row.type,
+  position: row.position,
+  deleted: row.deleted !== 0,
+  options: row.options
+})
+
+const SurveyRow = Schema.Struct({ responseCount: Schema.Number, completedCount: Schema.Number, signature: Schema.String })
+const ReachRow = Schema.Struct({ position: Schema.Number, count: Schema.Number })
+const QuestionRow = Schema.Struct({
+  questionId: Schema.String,
+  answered: Schema.Number,
+  textCount: Schema.Number,
+  numericCount: Schema.Number,
+  numericSum: Schema.Number,
+  numericSumSquares: Schema.Number
+})
+const OptionRow = Schema.Struct({
+  questionId: Schema.String,
+  value: Schema.String,
+  count: Schema.Number,
+  rankSum: Schema.Number
+})
+const NumberRow = Schema.Struct({ questionId: Schema.String, num: Schema.Number, count: Schema.Number })
+const decodeStored = Schema.decodeUnknown(Schema.Struct({
+  survey: Schema.Array(SurveyRow),
+  reach: Schema.Array(ReachRow),
+  questions: Schema.Array(QuestionRow),
+  options: Schema.Array(OptionRow),
+  numbers: Schema.Array(NumberRow)
+}))
+const ContributionRow = Schema.Struct({ responseId: Schema.String, surveyId: Schema.String, contribution: ContributionJson })
+const decodeContributions = Schema.decodeUnknown(Schema.Array(ContributionRow))
+const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: Schema.String, surveyId: Schema.String })
+const decodeChanges = Schema.decodeUnknown(Schema.Array(ChangeRow))
+
+/** A stored answer's values: a JSON array of strings; anything else counts as no answer. */
+const parseValues = (text: unknown): ReadonlyArray<string> => {
+  if (typeof text !== "string") return []
+  const parsed: unknown = JSON.parse(text)
+  return Array.isArray(parsed) && parsed.every((v): v is string => typeof v === "string") ? parsed : []
+}
+
+export interface CurrentResponse extends ResponseInput {
+  readonly id: string
+  readonly surveyId: string
+}
+
+export interface StoredContribution {
+  readonly responseId: string
+  readonly surveyId: string
+  readonly contribution: Contribution
+}
+
+/** Reads and writes the stored aggregates, the per-response contributions and the change position. */
+export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/AggregateRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Every question of a survey, deleted ones and sections included. */
+    const questionsOf = (surveyId: string) =>
+      sql`SELECT id, survey_id, type, position, deleted, options FROM questions WHERE survey_id = ${surveyId}`.pipe(
+        Effect.flatMap(decodeQuestions),
+        Effect.map((rows) => rows.map(toDef))
+      )
+
+    /** Question layouts of every survey that has stored aggregates. */
+    const storedLayouts = Effect.gen(function*() {
+      const signatures = yield* sql<{ surveyId: string; signature: string }>`
+        SELECT survey_id, signature FROM analytics_surveys`
+      const rows = yield* sql`SELECT q.id, q.survey_id, q.type, q.position, q.deleted, q.options
+        FROM questions q JOIN analytics_surveys s ON s.survey_id = q.survey_id`.pipe(Effect.flatMap(decodeQuestions))
+      const questions = Arr.groupBy(rows, (row) => row.surveyId)
+      return signatures.map((s) => ({
+        surveyId: s.surveyId,
+        signature: s.signature,
+        questions: (questions[s.surveyId] ?? []).map(toDef)
+      }))
+    })
+
+    /** The stored counters of one survey and the layout signature they were built against. */
+    const load = (surveyId: string) =>
+      Effect.gen(function*() {
+        const stored = yield* Effect.all({
+          survey: sql`SELECT response_count, completed_count, signature FROM analytics_surveys
+                      WHERE survey_id = ${surveyId}`,
+          reach: sql`SELECT position, count FROM analytics_reach WHERE survey_id = ${surveyId}`,
+          questions: sql`SELECT question_id, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
+                         FROM analytics_questions WHERE survey_id = ${surveyId}`,
+          options: sql`SELECT question_id, value, count, rank_sum FROM analytics_options WHERE survey_id = ${surveyId}`,
+          numbers: sql`SELECT question_id, num, count FROM analytics_numbers WHERE survey_id = ${surveyId}
+                       ORDER BY question_id, num`
+        }).pipe(Effect.flatMap(decodeStored))
+        const agg = emptyAggregates()
+        const survey = stored.survey[0]
+        agg.responseCount = survey?.responseCount ?? 0
+        agg.completedCount = survey?.completedCount ?? 0
+        for (const r of stored.reach) agg.reach.set(r.position, r.count)
+        for (const q of stored.questions) {
+          const { questionId, ...counters } = q
+          agg.questions.set(questionId, counters)
+        }
+        for (const o of stored.options) {
+          const map = agg.options.get(o.questionId) ?? new Map()
+          map.set(o.value, { count: o.count, rankSum: o.rankSum })
+          agg.options.set(o.questionId, map)
+        }
+        for (const n of stored.numbers) {
+          const map = agg.numbers.get(n.questionId) ?? new Map()
+          map.set(n.num, n.count)
+          agg.numbers.set(n.questionId, map)
+        }
+        return { aggregates: agg, signature: survey === undefined ? null : survey.signature }
+      })
+
+    /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
+    const addDelta = (surveyId: string, delta: Aggregates, signature: string) =>
+      Effect.gen(function*() {
+        yield* sql`INSERT INTO analytics_surveys (survey_id, response_count, completed_count, signature)
+          VALUES (${surveyId}, ${delta.responseCount}, ${delta.completedCount}, ${signature})
+          ON CONFLICT (survey_id) DO UPDATE SET response_count = response_count + excluded.response_count,
+            completed_count = completed_count + excluded.completed_count, signature = excluded.signature`
+        const reach = [...delta.reach].filter(([, count]) => count !== 0)
+          .map(([position, count]) => ({ surveyId, position, count }))
+        for (const rows of Arr.chunksOf(reach, chunk)) {
+          yield* sql`INSERT INTO analytics_reach ${sql.insert(rows)}
+            ON CONFLICT (survey_id, position) DO UPDATE SET count = count + excluded.count`
+        }
+        const questions = [...delta.questions].filter(([, q]) =>
+          q.answered !== 0 || q.textCount !== 0 || q.numericCount !== 0 || q.numericSum !== 0 || q.numericSumSquares !== 0
+        ).map(([questionId, q]) => ({ surveyId, questionId, ...q }))
+        for (const rows of Arr.chunksOf(questions, chunk)) {
+          yield* sql`INSERT INTO analytics_questions ${sql.insert(rows)}
+            ON CONFLICT (survey_id, question_id) DO UPDATE SET answered = answered + excluded.answered,
+              text_count = text_count + excluded.text_count, numeric_count = numeric_count + excluded.numeric_count,
+              numeric_sum = numeric_sum + excluded.numeric_sum,
+              numeric_sum_squares = numeric_sum_squares + excluded.numeric_sum_squares`
+        }
+        const options = [...delta.options].flatMap(([questionId, map]) =>
+          [...map].filter(([, o]) => o.count !== 0 || o.rankSum !== 0)
+            .map(([value, o]) => ({ surveyId, questionId, value, count: o.count, rankSum: o.rankSum }))
+        )
+        for (const rows of Arr.chunksOf(options, chunk)) {
+          yield* sql`INSERT INTO analytics_options ${sql.insert(rows)}
+            ON CONFLICT (survey_id, question_id, value) DO UPDATE SET count = count + excluded.count,
+              rank_sum = rank_sum + excluded.rank_sum`
+        }
+        const numbers = [...delta.numbers].flatMap(([questionId, map]) =>
+          [...map].filter(([, count]) => count !== 0).map(([num, count]) => ({ surveyId, questionId, num, count }))
+        )
+        for (const rows of Arr.chunksOf(numbers, chunk)) {
+          yield* sql`INSERT INTO analytics_numbers ${sql.insert(rows)}
+            ON CONFLICT (survey_id, question_id, num) DO UPDATE SET count = count + excluded.count`
+        }
+        // A question nobody answers any more starts again from exact zeros (no floating-point residue).
+        if (reach.length > 0) yield* sql`DELETE FROM analytics_reach WHERE survey_id = ${surveyId} AND count = 0`
+        if (questions.length > 0) {
+          yield* sql`DELETE FROM analytics_questions WHERE survey_id = ${surveyId} AND answered = 0`
+          yield* sql`UPDATE analytics_questions SET numeric_sum = 0, numeric_sum_squares = 0
+            WHERE survey_id = ${surveyId} AND numeric_count = 0 AND (numeric_sum <> 0 OR numeric_sum_squares <> 0)`
+        }
+        if (options.length > 0) yield* sql`DELETE FROM analytics_options WHERE survey_id = ${surveyId} AND count = 0`
+        if (numbers.length > 0) yield* sql`DELETE FROM analytics_numbers WHERE survey_id = ${surveyId} AND count = 0`
+      })
+
+    /** Forgets everything stored for a survey. */
+    const clearSurvey = (surveyId: string) =>
+      Effect.gen(function*() {
+        yield* sql`DELETE FROM analytics_surveys WHERE survey_id = ${surveyId}`
+        yield* sql`DELETE FROM analytics_reach WHERE survey_id = ${surveyId}`
+        yield* sql`DELETE FROM analytics_questions WHERE survey_id = ${surveyId}`
+        yield* sql`DELETE FROM analytics_options WHERE survey_id = ${surveyId}`
+        yield* sql`DELETE FROM analytics_numbers WHERE survey_id = ${surveyId}`
+        yield* sql`DELETE FROM analytics_contributions WHERE survey_id = ${surveyId}`
+      })
+
+    const attachAnswers = (
+      rows: ReadonlyArray<ReadonlyArray<unknown>>,
+      answers: ReadonlyArray<ReadonlyArray<unknown>>
+    ): Array<CurrentResponse> => {
+      const byResponse = new Map<string, Array<{ questionId: string; values: ReadonlyArray<string> }>>()
+      for (const [responseId, questionId, values] of answers) {
+        if (typeof responseId !== "string" || typeof questionId !== "string") continue
+        const list = byResponse.get(responseId) ?? []
+        list.push({ questionId, values: parseValues(values) })
+        byResponse.set(responseId, list)
+      }
+      const out: Array<CurrentResponse> = []
+      for (const [id, surveyId, completed] of rows) {
+        if (typeof id !== "string" || typeof surveyId !== "string") continue
+        out.push({ id, surveyId, completed: completed === 1, answers: byResponse.get(id) ?? [] })
+      }
+      return out
+    }
+
+    const answersOf = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([])
+        : sql`SELECT response_id, question_id, "values" FROM answers WHERE response_id IN ${sql.in(ids)}`.values
+
+    /** Responses as they are now, with their answers; missing ids are left out. */
+    const currentResponses = (ids: ReadonlyArray<string>) =>
+      Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
+        Effect.gen(function*() {
+          const rows = yield* sql`SELECT id, survey_id, completed FROM responses WHERE id IN ${sql.in(part)}`.values
+          return attachAnswers(rows, yield* answersOf(part))
+        })).pipe(Effect.map(Arr.flatten))
+
+    /** One keyset page of a survey's responses with their answers, for a rebuild. */
+    const responsePage = (surveyId: string, after: { readonly createdAt: string; readonly id: string } | null, limit: number) =>
+      Effect.gen(function*() {
+        const rows = yield* sql`SELECT id, survey_id, completed, created_at FROM responses
+          WHERE survey_id = ${surveyId}
+          ${after === null ? sql`` : sql`AND (created_at, id) > (${after.createdAt}, ${after.id})`}
+          ORDER BY created_at, id LIMIT ${limit}`.values
+        const last = rows[rows.length - 1]
+        const ids = rows.flatMap(([id]) => (typeof id === "string" ? [id] : []))
+        const next = last !== undefined && typeof last[0] === "string" && typeof last[3] === "string"
+          ? { id: last[0], createdAt: last[3] }
+          : null
+        return { responses: attachAnswers(rows, yield* answersOf(ids)), next }
+      })
+
+    const contributionsOf = (ids: ReadonlyArray<string>) =>
+      Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
+        sql`SELECT response_id, survey_id, contribution FROM analytics_contributions
+            WHERE response_id IN ${sql.in(part)}`.pipe(Effect.flatMap(decodeContributions))).pipe(
+          Effect.map((parts): ReadonlyArray<StoredContribution> => Arr.flatten(parts))
+        )
+
+    const saveContributions = (rows: ReadonlyArray<StoredContribution>) =>
+      Effect.forEach(Arr.chunksOf(rows, chunk), (part) =>
+        sql`INSERT OR REPLACE INTO analytics_contributions ${
+          sql.insert(part.map((r) => ({
+            responseId: r.responseId,
+            surveyId: r.surveyId,
+            contribution: JSON.stringify(r.contribution)
+          })))
+        }`, { discard: true })
+
+    const deleteContributions = (ids: ReadonlyArray<string>) =>
+      Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
+        sql`DELETE FROM analytics_contributions WHERE response_id IN ${sql.in(part)}`, { discard: true })
+
+    /** A survey's questions and counters read in one transaction, so both belong to the same moment. */
+    const snapshot = (surveyId: string) =>
+      sql.withTransaction(Effect.all({ questions: questionsOf(surveyId), stored: load(surveyId) }))
+
+    const storedSignature = (surveyId: string) =>
+      sql<{ signature: string }>`SELECT signature FROM analytics_surveys WHERE survey_id = ${surveyId}`.pipe(
+        Effect.map((rows) => rows[0]?.signature ?? null)
+      )
+
+    const position = sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`.pipe(
+      Effect.map((rows) => rows[0]?.seq ?? 0)
+    )
+    const setPosition = (seq: number) => sql`UPDATE analytics_position SET seq = MAX(seq, ${seq}) WHERE id = 1`
+    const latestChange = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM response_changes`.pipe(
+      Effect.map((rows) => rows[0]?.seq ?? 0)
+    )
+    const changesAfter = (seq: number, limit: number) =>
+      sql`SELECT seq, response_id, survey_id FROM response_changes WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`
+        .pipe(Effect.flatMap(decodeChanges))
+    const surveyIds = sql<{ id: string }>`SELECT id FROM surveys ORDER BY id`.pipe(
+      Effect.map((rows) => rows.map((r) => r.id))
+    )
+
+    const surveyExists = (surveyId: string) =>
+      sql`SELECT 1 AS found FROM surveys WHERE id = ${surveyId}`.pipe(Effect.map((rows) => rows.length > 0))
+
+    return {
+      surveyExists,
+      questionsOf,
+      storedLayouts,
+      load,
+      snapshot,
+      storedSignature,
+      addDelta,
+      clearSurvey,
+      currentResponses,
+      responsePage,
+      contributionsOf,
+      saveContributions,
+      deleteContributions,
+      position,
+      setPosition,
+      latestChange,
+      changesAfter,
+      surveyIds
+    } as const
+  })
+}) {}

@@ -1,0 +1,171 @@
+import { SqlClient } from "@effect/sql"
+import { Array as Arr, Data, Effect, Layer, Schedule } from "effect"
+import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
+import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
+
+/** An operator asked to rebuild a survey that does not exist. */
+export class UnknownSurvey extends Data.TaggedError("UnknownSurvey")<{ readonly message: string }> {}
+
+type Page = Effect.Effect.Success<ReturnType<AggregateRepo["responsePage"]>>
+
+/** Changes read per step; a full step is followed at once by the next. */
+const batchSize = 1000
+/** Responses read per page while rebuilding a survey. */
+const rebuildPage = 1000
+
+/**
+ * Keeps the stored aggregates current by following `response_changes`: each changed response
+ * has its former contribution subtracted and its current one added, in one transaction with
+ * the new position. A survey whose question layout changed since its counters were built
+ * (positions, types, deletions) is rebuilt from scratch instead.
+ */
+export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregator", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* AggregateRepo
+    // The loop, the layout sweep and an operator rebuild never interleave their transactions.
+    const lock = yield* Effect.makeSemaphore(1)
+
+    const rebuildInTransaction = (surveyId: string) =>
+      Effect.gen(function*() {
+        yield* repo.clearSurvey(surveyId)
+        const questions = yield* repo.questionsOf(surveyId)
+        const byId = new Map(questions.map((q) => [q.id, q]))
+        const agg = emptyAggregates()
+        let after: { readonly createdAt: string; readonly id: string } | null = null
+        let responses = 0
+        while (true) {
+          const page: Page = yield* repo.responsePage(surveyId, after, rebuildPage)
+          const saved: Array<StoredContribution> = []
+          for (const response of page.responses) {
+            const contribution = contributionOf(byId, response)
+            apply(agg, contribution, 1)
+            saved.push({ responseId: response.id, surveyId, contribution })
+          }
+          yield* repo.saveContributions(saved)
+          responses += page.responses.length
+          if (page.next === null || page.responses.length < rebuildPage) break
+          after = page.next
+        }
+        yield* repo.addDelta(surveyId, agg, signatureOf(questions))
+        return responses
+      })
+
+    /** Recomputes one survey's aggregates from its responses; answers how many it read. */
+    const rebuild = Effect.fn("Aggregator.rebuild")(function*(surveyId: string) {
+      return yield* lock.withPermits(1)(sql.withTransaction(rebuildInTransaction(surveyId)))
+    })
+
+    /** `rebuild` for an operator: an unknown id is an error rather than an empty survey. */
+    const rebuildExisting = Effect.fn("Aggregator.rebuildExisting")(function*(surveyId: string) {
+      if (!(yield* repo.surveyExists(surveyId))) {
+        return yield* new UnknownSurvey({ message: `No survey with id ${JSON.stringify(surveyId)}.` })
+      }
+      return yield* rebuild(surveyId)
+    })
+
+    /** Recomputes every survey; changes recorded before the start are then known to be included. */
+    const rebuildAll = Effect.fn("Aggregator.rebuildAll")(function*() {
+      const upTo = yield* repo.latestChange
+      const ids = yield* repo.surveyIds
+      let responses = 0
+      for (const id of ids) responses += yield* rebuild(id)
+      yield* repo.setPosition(upTo)
+      // A full rebuild writes a contribution per response: fold the write-ahead log back into the
+      // database now rather than on the next small commit of a running server.
+      yield* sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)")
+      return { surveys: ids.length, responses }
+    })
+
+    /** Applies the next batch of changes; answers how many change rows it consumed. */
+    const step = Effect.fn("Aggregator.step")(function*() {
+      return yield* lock.withPermits(1)(sql.withTransaction(Effect.gen(function*() {
+        const from = yield* repo.position
+        const changes = yield* repo.changesAfter(from, batchSize)
+        const last = changes[changes.length - 1]
+        if (last === undefined) return 0
+        const ids = Arr.dedupe(changes.map((c) => c.responseId))
+        const current = yield* repo.currentResponses(ids)
+        const former = yield* repo.contributionsOf(ids)
+
+        const deltas = new Map<string, Aggregates>()
+        const deltaOf = (surveyId: string) => {
+          let delta = deltas.get(surveyId)
+          if (delta === undefined) {
+            delta = emptyAggregates()
+            deltas.set(surveyId, delta)
+          }
+          return delta
+        }
+        for (const f of former) apply(deltaOf(f.surveyId), f.contribution, -1)
+
+        const rebuilt = new Set<string>()
+        const signatures = new Map<string, string>()
+        const saved: Array<StoredContribution> = []
+        for (const [surveyId, responses] of Object.entries(Arr.groupBy(current, (r) => r.surveyId))) {
+          const questions = yield* repo.questionsOf(surveyId)
+          const signature = signatureOf(questions)
+          signatures.set(surveyId, signature)
+          const stored = yield* repo.storedSignature(surveyId)
+          if (stored !== null && stored !== signature) {
+            yield* rebuildInTransaction(surveyId)
+            rebuilt.add(surveyId)
+            continue
+          }
+          const byId = new Map(questions.map((q) => [q.id, q]))
+          const delta = deltaOf(surveyId)
+          for (const response of responses) {
+            const contribution = contributionOf(byId, response)
+            apply(delta, contribution, 1)
+            saved.push({ responseId: response.id, surveyId, contribution })
+          }
+        }
+        for (const [surveyId, delta] of deltas) {
+          if (rebuilt.has(surveyId)) continue
+          const signature = signatures.get(surveyId) ?? signatureOf(yield* repo.questionsOf(surveyId))
+          yield* repo.addDelta(surveyId, delta, signature)
+        }
+        const present = new Set(current.map((r) => r.id))
+        yield* repo.deleteContributions(ids.filter((id) => !present.has(id)))
+        yield* repo.saveContributions(saved)
+        yield* repo.setPosition(last.seq)
+        return changes.length
+      })))
+    })
+
+    /** Applies changes until none are left. */
+    const catchUp = Effect.fn("Aggregator.catchUp")(function*() {
+      let total = 0
+      while (true) {
+        const consumed = yield* step()
+        total += consumed
+        if (consumed < batchSize) return total
+      }
+    })
+
+    /** Rebuilds surveys whose questions were moved, retyped or deleted since their counters were built. */
+    const sweepLayouts = Effect.fn("Aggregator.sweepLayouts")(function*() {
+      const layouts = yield* repo.storedLayouts
+      const stale = layouts.filter((l) => signatureOf(l.questions) !== l.signature)
+      for (const l of stale) yield* rebuild(l.surveyId)
+      return stale.length
+    })
+
+    return { step, catchUp, rebuild, rebuildExisting, rebuildAll, sweepLayouts } as const
+  }),
+  dependencies: [AggregateRepo.Default]
+}) {}
+
+/** How often the aggregator looks for new changes; well inside the 2 s freshness goal. */
+const pollEvery = Schedule.spaced("100 millis")
+const sweepEvery = Schedule.spaced("30 seconds")
+
+const supervised = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.catchAllCause((cause) => Effect.logError(`${name} failed; retrying on the next tick`, cause)))
+
+/** The background aggregation: a supervised polling loop and a slower layout sweep. */
+export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const aggregator = yield* Aggregator
+  yield* Effect.forkScoped(Effect.repeat(supervised("analytics aggregation", aggregator.catchUp()), pollEvery))
+  yield* Effect.forkScoped(Effect.repeat(supervised("analytics layout sweep", aggregator.sweepLayouts()), sweepEvery))
+})).pipe(Layer.provide(Aggregator.Default))

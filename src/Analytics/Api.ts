@@ -1,0 +1,22 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Authorization } from "../Auth/Authorization.js"
+import { Analytics } from "../Domain/Analytics.js"
+import { ForbiddenWire, NotFoundWire } from "../Domain/Errors.js"
+import { SurveyId } from "../Surveys/Api.js"
+
+export class AnalyticsApi extends HttpApiGroup.make("analytics")
+  .add(
+    HttpApiEndpoint.get("get")`/surveys/${SurveyId}/analytics`
+      .addSuccess(Analytics)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Counts and per-question aggregates of a survey")
+      .annotate(
+        OpenApi.Description,
+        "Answered from stored aggregates that a background job keeps current; a response is normally " +
+          "included within 2 seconds of being written."
+      )
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Title, "Analytics")
+{}

@@ -1,0 +1,175 @@
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer, TestClock } from "effect"
+import { Aggregator, AggregatorLive } from "../src/Analytics/Aggregator.js"
+import { writeResponse } from "./support/AnalyticsWrites.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { get, TestServer } from "./support/TestServer.js"
+
+interface Body {
+  responseCount: number
+  completedCount: number
+  incompleteCount: number
+  completionRate: number | null
+  questions: Array<{
+    id: string
+    respondentCount: number
+    skippedCount: number
+    textAnswerCount: number
+    options: Array<{ value: string; label: string; count: number }>
+    numeric: {
+      count: number
+      mean: number
+      median: number | null
+      min: number | null
+      max: number | null
+      standardDeviation: number | null
+    } | null
+    ranking: Array<{ value: string; label: string; count: number; averageRank: number | null }> | null
+  }>
+}
+
+const analytics = (surveyId = "srv_main", token: string = TOKENS.editor) =>
+  Effect.map(get(`/api/v1/surveys/${surveyId}/analytics`, token), (res) => ({ ...res, data: res.body as Body }))
+
+const question = (body: Body, id: string) => {
+  const found = body.questions.find((q) => q.id === id)
+  if (found === undefined) throw new Error(`no analytics for ${id}`)
+  return found
+}
+
+const catchUp = Effect.flatMap(Aggregator, (a) => a.catchUp())
+
+layer(Aggregator.Default.pipe(Layer.provideMerge(TestServer(baseFixture))))("GET /api/v1/surveys/{id}/analytics", (it) => {
+  it.effect("answers zeros before the aggregator ran, then the imported responses", () =>
+    Effect.gen(function*() {
+      const before = yield* analytics()
+      expect(before.status).toBe(200)
+      expect(before.data.responseCount).toBe(0)
+      expect(before.data.completionRate).toBeNull()
+      expect(before.data.questions.map((q) => q.id)).toEqual(["q_text", "q_pick", "q_rank", "q_num"])
+      expect(question(before.data, "q_num").numeric).toEqual({
+        count: 0,
+        mean: 0,
+        median: null,
+        min: null,
+        max: null,
+        standardDeviation: null
+      })
+
+      yield* catchUp
+      const { data } = yield* analytics()
+      expect(data.responseCount).toBe(3)
+      expect(data.completedCount).toBe(2)
+      expect(data.incompleteCount).toBe(1)
+      expect(data.completionRate).toBeCloseTo(2 / 3, 12)
+      // rsp_2 is incomplete and answered q_pick (order 3): it reached q_text and q_pick only.
+      expect(question(data, "q_text")).toEqual({
+        id: "q_text",
+        respondentCount: 1,
+        skippedCount: 2,
+        textAnswerCount: 1,
+        options: [],
+        numeric: null,
+        ranking: null
+      })
+      expect(question(data, "q_pick")).toMatchObject({
+        respondentCount: 2,
+        skippedCount: 1,
+        textAnswerCount: 0,
+        options: [{ value: "a", label: "A", count: 1 }, { value: "b", label: "B", count: 1 }, {
+          value: "c",
+          label: "C",
+          count: 1
+        }],
+        numeric: null,
+        ranking: null
+      })
+      expect(question(data, "q_rank")).toMatchObject({
+        respondentCount: 2,
+        skippedCount: 0,
+        options: [{ value: "x", label: "X", count: 1 }, { value: "y", label: "Y", count: 2 }],
+        ranking: [{ value: "x", label: "X", count: 1, averageRank: 1 }, {
+          value: "y",
+          label: "Y",
+          count: 2,
+          averageRank: 1.5
+        }]
+      })
+      expect(question(data, "q_num")).toMatchObject({
+        respondentCount: 1,
+        skippedCount: 1,
+        numeric: { count: 1, mean: 42, median: 42, min: 42, max: 42, standardDeviation: null }
+      })
+    }))
+
+  it.effect("applies a response completed later exactly once", () =>
+    Effect.gen(function*() {
+      yield* catchUp
+      // rsp_2 is finished later with a number; the aggregator replaces its former contribution.
+      yield* writeResponse({
+        id: "rsp_2",
+        surveyId: "srv_main",
+        completed: true,
+        createdAt: "2026-01-11T00:00:00.000Z",
+        answers: [{ questionId: "q_pick", values: ["b", "c"] }, { questionId: "q_num", values: ["8"] }]
+      })
+      yield* catchUp
+      const { data } = yield* analytics()
+      expect([data.responseCount, data.completedCount, data.incompleteCount]).toEqual([3, 3, 0])
+      expect(question(data, "q_pick").options.map((o) => o.count)).toEqual([1, 1, 2])
+      expect(question(data, "q_rank").skippedCount).toBe(1)
+      const numeric = question(data, "q_num").numeric
+      expect(numeric).toMatchObject({ count: 2, mean: 25, median: 25, min: 8, max: 42 })
+      expect(numeric?.standardDeviation).toBeCloseTo(Math.sqrt(578), 9)
+      // Running again changes nothing: every change is applied once.
+      yield* catchUp
+      expect((yield* analytics()).data).toEqual(data)
+    }))
+
+  it.effect("rebuilds a survey whose questions were deleted or moved", () =>
+    Effect.gen(function*() {
+      yield* catchUp
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE questions SET deleted = 1 WHERE id = 'q_text'`
+      yield* sql`UPDATE questions SET position = 1 WHERE id = 'q_num'`
+      const rebuilt = yield* Effect.flatMap(Aggregator, (a) => a.sweepLayouts())
+      expect(rebuilt).toBe(1)
+      const { data } = yield* analytics()
+      expect(data.questions.map((q) => q.id)).toEqual(["q_num", "q_pick", "q_rank"])
+      const fromScratch = yield* Effect.flatMap(Aggregator, (a) => a.rebuild("srv_main"))
+      expect(fromScratch).toBe(3)
+      expect((yield* analytics()).data).toEqual(data)
+    }))
+
+  it.effect("answers 401, 403 and 404 like the other survey endpoints", () =>
+    Effect.gen(function*() {
+      expect((yield* get("/api/v1/surveys/srv_main/analytics")).status).toBe(401)
+      const limited = yield* analytics("srv_draft", TOKENS.limited)
+      expect(limited.status).toBe(403)
+      expect(limited.body).toMatchObject({ code: "forbidden" })
+      expect((yield* analytics("srv_other")).status).toBe(404)
+      expect((yield* analytics("srv_trashed")).status).toBe(404)
+      expect((yield* analytics("srv_main", TOKENS.viewer)).status).toBe(200)
+    }))
+})
+
+layer(TestServer(baseFixture))("the background aggregator", (it) => {
+  it.effect("includes new responses on its polling schedule", () =>
+    Effect.gen(function*() {
+      yield* Layer.launch(AggregatorLive).pipe(Effect.forkScoped)
+      yield* TestClock.adjust("1 second")
+      expect((yield* analytics()).data.responseCount).toBe(3)
+      yield* writeResponse({
+        id: "rsp_new",
+        surveyId: "srv_main",
+        completed: true,
+        createdAt: "2026-02-01T00:00:00.000Z",
+        answers: [{ questionId: "q_text", values: ["later"] }]
+      })
+      yield* TestClock.adjust("1 second")
+      const { data } = yield* analytics()
+      expect(data.responseCount).toBe(4)
+      expect(question(data, "q_text").textAnswerCount).toBe(2)
+    }).pipe(Effect.scoped))
+})

@@ -1,0 +1,161 @@
+import { SqlClient } from "@effect/sql"
+import { layer } from "@effect/vitest"
+import { Effect, FastCheck as fc, Layer } from "effect"
+import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
+import { Aggregator } from "../src/Analytics/Aggregator.js"
+import { type Aggregates, aggregate, analyticsOf, type QuestionDef, type ResponseInput } from "../src/Analytics/Compute.js"
+import type { Analytics } from "../src/Domain/Analytics.js"
+import type { StoredQuestionType } from "../src/Domain/Question.js"
+import { expectClose, oracle } from "./support/AnalyticsOracle.js"
+import { writeResponse } from "./support/AnalyticsWrites.js"
+import { TestDatabase } from "./support/TestServer.js"
+
+const types: ReadonlyArray<StoredQuestionType> = [
+  "textarea",
+  "email",
+  "checkbox",
+  "number",
+  "calendar",
+  "country",
+  "heatmap",
+  "scale",
+  "sort",
+  "section"
+]
+
+const questionsArb = fc.array(
+  fc.record({
+    type: fc.constantFrom(...types),
+    position: fc.integer({ min: 1, max: 6 }),
+    deleted: fc.boolean(),
+    optionCount: fc.integer({ min: 1, max: 4 })
+  }),
+  { minLength: 1, maxLength: 7 }
+).map((specs) =>
+  specs.map((s, i): QuestionDef => ({
+    id: `q${i}`,
+    type: s.type,
+    position: s.position,
+    deleted: s.deleted,
+    options: s.type === "checkbox" || s.type === "sort" || s.type === "scale"
+      ? Array.from({ length: s.optionCount }, (_, k) =>
+        s.type === "scale" ? { value: String(k + 1), label: `${k + 1} points` } : { value: `o${k}`, label: `O${k}` })
+      : []
+  }))
+)
+
+const numberText = fc.oneof(
+  fc.integer({ min: -50, max: 50 }).map(String),
+  fc.integer({ min: -100000, max: 100000 }).map((n) => String(n / 100)),
+  fc.constantFrom("abc", "", "1e3")
+)
+
+const valuesArb = (q: QuestionDef): fc.Arbitrary<ReadonlyArray<string>> => {
+  const values = q.options.map((o) => o.value)
+  switch (q.type) {
+    case "checkbox":
+      return fc.subarray(values)
+    case "sort":
+      return fc.shuffledSubarray(values)
+    case "scale":
+      return fc.oneof(fc.constantFrom(...values).map((v) => [v]), fc.constant([]))
+    case "number":
+      return numberText.map((v) => [v])
+    default:
+      return fc.oneof(fc.string({ maxLength: 6 }).map((v) => [v]), fc.constant([]))
+  }
+}
+
+const answersArb = (questions: ReadonlyArray<QuestionDef>) =>
+  fc.tuple(
+    ...questions.map((q) => fc.option(valuesArb(q).map((values) => ({ questionId: q.id, values })), { nil: undefined })),
+    fc.option(fc.constant({ questionId: "q_unknown", values: ["x"] }), { nil: undefined })
+  ).map((all) => all.filter((a) => a !== undefined))
+
+const scenarioArb = questionsArb.chain((questions) =>
+  fc.record({
+    questions: fc.constant(questions),
+    ops: fc.array(
+      fc.oneof(
+        { weight: 5, arbitrary: fc.record({
+          kind: fc.constant("write" as const),
+          target: fc.integer({ min: 0, max: 7 }),
+          completed: fc.boolean(),
+          answers: answersArb(questions)
+        }) },
+        { weight: 1, arbitrary: fc.constant({ kind: "aggregate" as const }) }
+      ),
+      { maxLength: 25 }
+    )
+  })
+)
+
+const plain = (agg: Aggregates) => ({
+  responseCount: agg.responseCount,
+  completedCount: agg.completedCount,
+  reach: [...agg.reach].sort((a, b) => a[0] - b[0]),
+  questions: [...agg.questions].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
+  options: [...agg.options].flatMap(([q, m]) => [...m].map(([v, o]) => [q, v, o.count, o.rankSum] as const)).sort(),
+  numbers: [...agg.numbers].flatMap(([q, m]) => [...m].map(([n, c]) => `${q}:${n}:${c}`)).sort()
+})
+
+const toPlainAnalytics = (a: Analytics): unknown => JSON.parse(JSON.stringify(a))
+
+const Setup = Layer.mergeAll(Aggregator.Default, AggregateRepo.Default).pipe(
+  Layer.provideMerge(TestDatabase({
+    accounts: [{ id: "acc_p", planId: "pro" }],
+    workspaces: [{ id: "ws_p", ownerAccountId: "acc_p" }]
+  }))
+)
+
+let run = 0
+
+layer(Setup)("stored aggregates", (it) => {
+  it.effect.prop(
+    "equal a from-scratch computation after any sequence of writes, field by field",
+    { scenario: scenarioArb },
+    ({ scenario }) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const aggregator = yield* Aggregator
+        const repo = yield* AggregateRepo
+        const surveyId = `srv_p${run++}`
+        yield* sql`INSERT INTO surveys (id, workspace_id, title, status, created_at, updated_at)
+          VALUES (${surveyId}, 'ws_p', 'P', 'published', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
+        for (const q of scenario.questions) {
+          yield* sql`INSERT INTO questions (id, survey_id, type, label, position, options, deleted) VALUES
+            (${`${surveyId}_${q.id}`}, ${surveyId}, ${q.type}, ${q.id}, ${q.position}, ${JSON.stringify(q.options)},
+             ${q.deleted ? 1 : 0})`
+        }
+        const questions = scenario.questions.map((q) => ({ ...q, id: `${surveyId}_${q.id}` }))
+        const types = new Map(questions.map((q) => [q.id, q.type]))
+        const model = new Map<number, ResponseInput>()
+        for (const op of scenario.ops) {
+          if (op.kind === "aggregate") {
+            yield* aggregator.catchUp()
+            continue
+          }
+          const answers = op.answers.map((a) => ({ ...a, questionId: `${surveyId}_${a.questionId}` }))
+          model.set(op.target, { completed: op.completed, answers })
+          yield* writeResponse({
+            id: `${surveyId}_r${op.target}`,
+            surveyId,
+            completed: op.completed,
+            createdAt: `2026-01-02T00:0${op.target}:00.000Z`,
+            answers,
+            types
+          })
+        }
+        yield* aggregator.catchUp()
+
+        const responses = [...model.values()]
+        const stored = yield* repo.load(surveyId)
+        expectClose(plain(stored.aggregates), plain(aggregate(questions, responses)))
+        expectClose(toPlainAnalytics(analyticsOf(questions, stored.aggregates)), oracle(questions, responses))
+
+        yield* aggregator.rebuild(surveyId)
+        expectClose(plain((yield* repo.load(surveyId)).aggregates), plain(aggregate(questions, responses)))
+      }).pipe(Effect.orDie),
+    { fastCheck: { numRuns: 80 } }
+  )
+})
