@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { UsageApi } from "./Quota/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
 import { SurveysApi } from "./Surveys/Api.js"
@@ -8,6 +9,7 @@ export class Api extends HttpApi.make("survey-service")
   .add(SurveysApi)
   .add(QuestionsApi)
   .add(ResponsesApi)
+  .add(UsageApi)
   .prefix("/api/v1")
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",

@@ -1,0 +1,147 @@
+import type { QuotaPlan } from "../Auth/CurrentKey.js"
+import { nextUtcMidnight, nextUtcMonthStart, secondsUntil, utcDay, utcMonth } from "./Calendar.js"
+
+/** What `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` report (decisions §2). */
+export interface RateLimitHeaders {
+  readonly limit: number
+  readonly remaining: number
+  readonly resetSeconds: number
+}
+
+export type Decision =
+  | { readonly _tag: "Admitted"; readonly headers: RateLimitHeaders }
+  | { readonly _tag: "Limited"; readonly headers: RateLimitHeaders; readonly retryAfterSeconds: number }
+
+/** The counts of one account as they stand in the store when it is first used. */
+export interface StoredUsage {
+  readonly day: string
+  readonly dayCount: number
+  readonly month: string
+  readonly monthCount: number
+  /** Instants (ms) of the requests still inside the burst window, oldest first. */
+  readonly burst: ReadonlyArray<number>
+}
+
+export const burstWindowMs = (plan: QuotaPlan): number => plan.burstWindowMinutes * 60_000
+
+/**
+ * The live counters of one account: the requests inside the sliding burst window, and the
+ * counts of the current UTC day and month. Every method runs synchronously, so a check and
+ * its increment can never interleave with another request's.
+ */
+export class AccountUsage {
+  private stamps: Array<number>
+  private head = 0
+  day: string
+  dayCount: number
+  month: string
+  monthCount: number
+
+  constructor(stored: StoredUsage) {
+    this.stamps = [...stored.burst]
+    this.day = stored.day
+    this.dayCount = stored.dayCount
+    this.month = stored.month
+    this.monthCount = stored.monthCount
+  }
+
+  /** The counts as they stand at `now`: burst window, UTC day, UTC month. */
+  current(now: number, plan: QuotaPlan): { readonly inBurst: number; readonly today: number; readonly thisMonth: number } {
+    this.advance(now, burstWindowMs(plan))
+    return { inBurst: this.stamps.length - this.head, today: this.dayCount, thisMonth: this.monthCount }
+  }
+
+  /** Counts a request at `now` if every limit allows it; a refused request counts nowhere. */
+  take(now: number, plan: QuotaPlan): Decision {
+    const windowMs = burstWindowMs(plan)
+    this.advance(now, windowMs)
+    const inBurst = this.stamps.length - this.head
+    const waits: Array<number> = []
+    if (inBurst >= plan.burstLimit) {
+      // The request that must leave the window before one more fits.
+      const freeing = this.stamps[this.head + inBurst - plan.burstLimit]
+      waits.push(freeing === undefined ? windowMs : freeing + windowMs - now)
+    }
+    if (this.dayCount >= plan.dailyLimit) waits.push(nextUtcMidnight(now) - now)
+    if (this.monthCount >= plan.monthlyLimit) waits.push(nextUtcMonthStart(now) - now)
+    if (waits.length > 0) {
+      return {
+        _tag: "Limited",
+        headers: this.headers(now, plan),
+        retryAfterSeconds: Math.max(1, secondsUntil(0, Math.max(...waits)))
+      }
+    }
+    this.stamps.push(now)
+    this.dayCount += 1
+    this.monthCount += 1
+    return { _tag: "Admitted", headers: this.headers(now, plan) }
+  }
+
+  /** Takes back a request counted at `at` whose answer could not be given (nothing changed). */
+  refund(at: number): void {
+    for (let i = this.stamps.length - 1; i >= this.head; i--) {
+      if (this.stamps[i] === at) {
+        this.stamps.splice(i, 1)
+        break
+      }
+    }
+    if (this.day === utcDay(at)) this.dayCount = Math.max(0, this.dayCount - 1)
+    if (this.month === utcMonth(at)) this.monthCount = Math.max(0, this.monthCount - 1)
+  }
+
+  /** The limit with the least remaining; on a tie the one that frees up last. */
+  headers(now: number, plan: QuotaPlan): RateLimitHeaders {
+    const windowMs = burstWindowMs(plan)
+    this.advance(now, windowMs)
+    const inBurst = this.stamps.length - this.head
+    const oldest = this.stamps[this.head]
+    const burst: RateLimitHeaders = {
+      limit: plan.burstLimit,
+      remaining: plan.burstLimit - inBurst,
+      resetSeconds: oldest === undefined ? 0 : Math.max(1, secondsUntil(now, oldest + windowMs))
+    }
+    const others: ReadonlyArray<RateLimitHeaders> = [
+      {
+        limit: plan.dailyLimit,
+        remaining: plan.dailyLimit - this.dayCount,
+        resetSeconds: secondsUntil(now, nextUtcMidnight(now))
+      },
+      {
+        limit: plan.monthlyLimit,
+        remaining: plan.monthlyLimit - this.monthCount,
+        resetSeconds: secondsUntil(now, nextUtcMonthStart(now))
+      }
+    ]
+    let least = burst
+    for (const c of others) {
+      if (c.remaining < least.remaining || (c.remaining === least.remaining && c.resetSeconds > least.resetSeconds)) {
+        least = c
+      }
+    }
+    return { ...least, remaining: Math.max(0, least.remaining) }
+  }
+
+  /** Drops requests that left the burst window and starts a new day or month when one began. */
+  private advance(now: number, windowMs: number): void {
+    const cutoff = now - windowMs
+    let oldest = this.stamps[this.head]
+    while (oldest !== undefined && oldest <= cutoff) {
+      this.head += 1
+      oldest = this.stamps[this.head]
+    }
+    if (this.head > 256 && this.head * 2 > this.stamps.length) {
+      this.stamps = this.stamps.slice(this.head)
+      this.head = 0
+    }
+    const day = utcDay(now)
+    if (day !== this.day) {
+      this.day = day
+      this.dayCount = 0
+      const month = day.slice(0, 7)
+      if (month !== this.month) {
+        this.month = month
+        this.monthCount = 0
+      }
+    }
+  }
+}

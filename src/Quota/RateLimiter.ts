@@ -1,0 +1,143 @@
+import { HttpApp, HttpServerResponse } from "@effect/platform"
+import { Chunk, Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Queue } from "effect"
+import type { ApiKeyContext, QuotaPlan } from "../Auth/CurrentKey.js"
+import { RateLimited, type ServiceUnavailable } from "../Domain/Errors.js"
+import { AccountUsage, burstWindowMs, type RateLimitHeaders } from "./AccountUsage.js"
+import { nextUtcMidnight } from "./Calendar.js"
+import { type CountedRequest, UsageStore, UsageStoreMemory, UsageStoreSql } from "./UsageStore.js"
+
+/** The numbers of GET /usage (api-v1 §2.9). */
+export interface UsageReport {
+  readonly burstLimit: number
+  readonly burstWindowMinutes: number
+  readonly dailyLimit: number
+  readonly usedToday: number
+  readonly remainingToday: number
+  readonly monthlyLimit: number
+  readonly usedThisMonth: number
+  readonly usedInBurstWindow: number
+  /** The next UTC midnight, in ms. */
+  readonly resetAt: number
+}
+
+export interface RateLimiterShape {
+  /**
+   * Counts the request against its key creator's quota, or refuses it with 429. Sets the
+   * `RateLimit-*` headers (and `Retry-After` on 429) on the answer. Fails with 503 when
+   * the count cannot be stored; the request then counts nowhere.
+   */
+  readonly admit: (key: ApiKeyContext) => Effect.Effect<void, RateLimited | ServiceUnavailable>
+  /** The quota of the key's creator as it stands now. */
+  readonly usage: (key: ApiKeyContext) => Effect.Effect<UsageReport, ServiceUnavailable>
+}
+
+/** Most requests written to the store in one transaction. */
+const MAX_BATCH = 4096
+
+interface Pending extends CountedRequest {
+  readonly done: Deferred.Deferred<void, ServiceUnavailable>
+}
+
+const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
+  HttpApp.appendPreResponseHandler((_request, response) => {
+    const limited = HttpServerResponse.setHeaders(response, {
+      "ratelimit-limit": String(headers.limit),
+      "ratelimit-remaining": String(headers.remaining),
+      "ratelimit-reset": String(headers.resetSeconds)
+    })
+    return Effect.succeed(
+      retryAfterSeconds === undefined
+        ? limited
+        : HttpServerResponse.setHeader(limited, "retry-after", String(retryAfterSeconds))
+    )
+  })
+
+/**
+ * Counts every request in memory, where a check and its increment cannot interleave, so the
+ * limits hold exactly under concurrency; each admitted request then waits until its count is
+ * committed to the store (requests arriving together share one transaction), so no count is
+ * lost to a crash. The memory holds the accounts seen since start, each loaded once.
+ */
+export const makeRateLimiter = Effect.gen(function*() {
+  const store = yield* UsageStore
+  const accounts = new Map<string, AccountUsage>()
+  const loading = new Map<string, Deferred.Deferred<AccountUsage, ServiceUnavailable>>()
+  const queue = yield* Queue.unbounded<Pending>()
+
+  yield* Effect.gen(function*() {
+    const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(queue, 1, MAX_BATCH))
+    const now = yield* Clock.currentTimeMillis
+    const exit = yield* Effect.exit(store.record(batch, now))
+    for (const pending of batch) Deferred.unsafeDone(pending.done, exit)
+  }).pipe(Effect.forever, Effect.forkScoped)
+
+  const accountOf = (accountId: string, plan: QuotaPlan): Effect.Effect<AccountUsage, ServiceUnavailable> =>
+    Effect.suspend(() => {
+      const ready = accounts.get(accountId)
+      if (ready !== undefined) return Effect.succeed(ready)
+      const inFlight = loading.get(accountId)
+      if (inFlight !== undefined) return Deferred.await(inFlight)
+      const deferred = Deferred.unsafeMake<AccountUsage, ServiceUnavailable>(FiberId.none)
+      loading.set(accountId, deferred)
+      return Clock.currentTimeMillis.pipe(
+        Effect.flatMap((now) => store.load(accountId, now, burstWindowMs(plan))),
+        Effect.map((stored) => new AccountUsage(stored)),
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            loading.delete(accountId)
+            if (Exit.isSuccess(exit)) accounts.set(accountId, exit.value)
+            Deferred.unsafeDone(deferred, exit)
+          })
+        ),
+        Effect.uninterruptible
+      )
+    })
+
+  const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
+    Effect.flatMap(accountOf(key.accountId, key.quota), (usage) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<void, RateLimited | ServiceUnavailable> => {
+        const decision = usage.take(now, key.quota)
+        if (decision._tag === "Limited") {
+          return Effect.zipRight(
+            withHeaders(decision.headers, decision.retryAfterSeconds),
+            new RateLimited({
+              message: `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
+              retryAfterSeconds: decision.retryAfterSeconds
+            })
+          )
+        }
+        const done = Deferred.unsafeMake<void, ServiceUnavailable>(FiberId.none)
+        queue.unsafeOffer({ accountId: key.accountId, at: now, windowMs: burstWindowMs(key.quota), done })
+        return Deferred.await(done).pipe(
+          Effect.onError(() => Effect.sync(() => usage.refund(now))),
+          Effect.zipRight(withHeaders(decision.headers))
+        )
+      }))
+
+  const usage = Effect.fn("RateLimiter.usage")(function*(key: ApiKeyContext) {
+    const account = yield* accountOf(key.accountId, key.quota)
+    const now = yield* Clock.currentTimeMillis
+    const counts = account.current(now, key.quota)
+    return {
+      burstLimit: key.quota.burstLimit,
+      burstWindowMinutes: key.quota.burstWindowMinutes,
+      dailyLimit: key.quota.dailyLimit,
+      usedToday: counts.today,
+      remainingToday: Math.max(0, key.quota.dailyLimit - counts.today),
+      monthlyLimit: key.quota.monthlyLimit,
+      usedThisMonth: counts.thisMonth,
+      usedInBurstWindow: counts.inBurst,
+      resetAt: nextUtcMidnight(now)
+    } satisfies UsageReport
+  })
+
+  return RateLimiter.of({ admit, usage })
+})
+
+/** The request quota of decisions §3, per creator account. */
+export class RateLimiter extends Context.Tag("Quota/RateLimiter")<RateLimiter, RateLimiterShape>() {
+  /** Counters in the SQLite database. Needs `SqlClient`. */
+  static readonly Live = Layer.scoped(RateLimiter, makeRateLimiter).pipe(Layer.provide(UsageStoreSql))
+  /** The same limiter over counters in memory: for tests that move the clock without a database. */
+  static readonly layerMemory = Layer.scoped(RateLimiter, makeRateLimiter).pipe(Layer.provide(UsageStoreMemory))
+}
