@@ -1,9 +1,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Database } from "bun:sqlite"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer, Schema, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Usage } from "../src/Quota/Api.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { type Answered, get, TestServer } from "./support/TestServer.js"
 
@@ -13,16 +14,7 @@ const rateHeaders = (res: Answered) => ({
   reset: res.headers["ratelimit-reset"]
 })
 
-interface UsageBody {
-  readonly burstLimit: number
-  readonly burstWindowMinutes: number
-  readonly dailyLimit: number
-  readonly usedToday: number
-  readonly remainingToday: number
-  readonly monthlyLimit: number
-  readonly resetAt: string
-}
-const usageOf = (res: Answered): UsageBody => res.body as UsageBody
+const usageOf = (res: Answered): typeof Usage.Type => Schema.decodeUnknownSync(Usage)(res.body)
 
 layer(TestServer(quotaFixture))("RateLimit headers, 429 and GET /usage", (it) => {
   it.effect("a burst of 5 shows 4, 3, 2, 1, 0; the 6th is 429 with Retry-After and the error body", () =>
@@ -128,8 +120,9 @@ const file = join(dir, "survey.db")
 
 describe("503 when the store stays busy", () => {
   layer(
-    TestServer(quotaFixture, { databasePath: file, sqliteBusyTimeoutMs: 100 }).pipe(
-      Layer.tap(() => Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
+    Layer.merge(
+      TestServer(quotaFixture, { databasePath: file, sqliteBusyTimeoutMs: 100 }),
+      Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
     )
   )((it) => {
     it.effect("the responses list and /usage answer 503 while another connection holds the write lock; a retry succeeds", () =>
