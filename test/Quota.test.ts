@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Usage } from "../src/Quota/Api.js"
+import { FLUSH_EVERY } from "../src/Quota/RateLimiter.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { type Answered, get, TestServer } from "./support/TestServer.js"
 
@@ -137,12 +138,21 @@ describe("503 when the store stays busy", () => {
             reader.close()
           }
         }
+        // Written behind, within FLUSH_EVERY.
+        expect(stored()).toEqual({ n: 0 })
+        yield* TestClock.adjust(FLUSH_EVERY)
         expect(stored()).toEqual({ n: 1 })
 
         const holder = new Database(file)
         holder.exec("BEGIN IMMEDIATE")
         holder.exec("INSERT INTO usage_daily (account_id, day, count) VALUES ('acc_lock', '2000-01-01', 1)")
         try {
+          // Reads still work under the lock; this request is counted in memory...
+          const first = yield* get("/api/v1/surveys/srv_q/responses", QUOTA_TOKENS.colleague)
+          expect(first.status).toBe(200)
+          // ...but its count cannot be written, so nothing more is admitted until it is.
+          yield* TestClock.adjust(FLUSH_EVERY)
+          expect(stored()).toEqual({ n: 1 })
           const list = yield* get("/api/v1/surveys/srv_q/responses", QUOTA_TOKENS.colleague)
           expect(list.status).toBe(503)
           expect(list.body).toEqual({ code: "service_unavailable", message: expect.any(String) })
@@ -157,12 +167,15 @@ describe("503 when the store stays busy", () => {
 
         const list = yield* get("/api/v1/surveys/srv_q/responses", QUOTA_TOKENS.colleague)
         expect(list.status).toBe(200)
+        // The counts kept while the store was busy were written before this one was admitted.
+        expect(stored()).toEqual({ n: 2 })
         expect((list.body as { data: Array<{ id: string }> }).data.map((r) => r.id)).toEqual(["rsp_q"])
         const retry = yield* get("/api/v1/usage", QUOTA_TOKENS.colleague)
         expect(retry.status).toBe(200)
-        // The two 503s counted nowhere: 1 before, then the list and this call.
-        expect(usageOf(retry).usedToday).toBe(3)
-        expect(stored()).toEqual({ n: 3 })
+        // The 503s counted nowhere: 1 before, the list under the lock, the list after it and this call.
+        expect(usageOf(retry).usedToday).toBe(4)
+        yield* TestClock.adjust(FLUSH_EVERY)
+        expect(stored()).toEqual({ n: 4 })
       }))
   })
 })

@@ -1,5 +1,5 @@
 import type { QuotaPlan } from "../Auth/CurrentKey.js"
-import { nextUtcMidnight, nextUtcMonthStart, secondsUntil, utcDay, utcMonth } from "./Calendar.js"
+import { nextUtcMidnight, nextUtcMonthStart, secondsUntil, utcDay } from "./Calendar.js"
 
 /** What `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` report (decisions §2). */
 export interface RateLimitHeaders {
@@ -75,18 +75,6 @@ export class AccountUsage {
     this.dayCount += 1
     this.monthCount += 1
     return { _tag: "Admitted", headers: this.headers(now, plan) }
-  }
-
-  /** Takes back a request counted at `at` whose answer could not be given (nothing changed). */
-  refund(at: number): void {
-    for (let i = this.stamps.length - 1; i >= this.head; i--) {
-      if (this.stamps[i] === at) {
-        this.stamps.splice(i, 1)
-        break
-      }
-    }
-    if (this.day === utcDay(at)) this.dayCount = Math.max(0, this.dayCount - 1)
-    if (this.month === utcMonth(at)) this.monthCount = Math.max(0, this.monthCount - 1)
   }
 
   /** The limit with the least remaining; on a tie the one that frees up last. */

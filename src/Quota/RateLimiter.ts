@@ -1,5 +1,5 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Chunk, Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Queue } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, FiberId, Layer } from "effect"
 import type { ApiKeyContext, QuotaPlan } from "../Auth/CurrentKey.js"
 import { RateLimited, type ServiceUnavailable } from "../Domain/Errors.js"
 import { AccountUsage, burstWindowMs, type RateLimitHeaders } from "./AccountUsage.js"
@@ -31,12 +31,8 @@ export interface RateLimiterShape {
   readonly usage: (key: ApiKeyContext) => Effect.Effect<UsageReport, ServiceUnavailable>
 }
 
-/** Most requests written to the store in one transaction. */
-const MAX_BATCH = 4096
-
-interface Pending extends CountedRequest {
-  readonly done: Deferred.Deferred<void, ServiceUnavailable>
-}
+/** How often counted requests are written to the store: a crash loses at most this much. */
+export const FLUSH_EVERY = Duration.millis(500)
 
 const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
   HttpApp.appendPreResponseHandler((_request, response) => {
@@ -54,22 +50,53 @@ const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
 
 /**
  * Counts every request in memory, where a check and its increment cannot interleave, so the
- * limits hold exactly under concurrency; each admitted request then waits until its count is
- * committed to the store (requests arriving together share one transaction), so no count is
- * lost to a crash. The memory holds the accounts seen since start, each loaded once.
+ * limits hold exactly under concurrency. Counted requests are written behind, every
+ * `FLUSH_EVERY` and at shutdown, so a crash loses at most that much. When a write fails
+ * (the database stayed busy past its timeout), no request is admitted until the counts
+ * still waiting have been written: those requests answer 503 and count nowhere.
+ * The memory holds the accounts seen since start, each loaded once from the store.
  */
 export const makeRateLimiter = Effect.gen(function*() {
   const store = yield* UsageStore
   const accounts = new Map<string, AccountUsage>()
   const loading = new Map<string, Deferred.Deferred<AccountUsage, ServiceUnavailable>>()
-  const queue = yield* Queue.unbounded<Pending>()
+  let unwritten: Array<CountedRequest> = []
+  let behind = false
 
+  /** Writes what is counted and not yet stored; on failure keeps it for the next attempt. */
+  const flush: Effect.Effect<void, ServiceUnavailable> = Effect.suspend(() => {
+    if (unwritten.length === 0) return Effect.void
+    const batch = unwritten
+    unwritten = []
+    return Clock.currentTimeMillis.pipe(
+      Effect.flatMap((now) => store.record(batch, now)),
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (Exit.isSuccess(exit)) {
+            behind = false
+          } else {
+            unwritten = batch.concat(unwritten)
+            behind = true
+          }
+        })
+      ),
+      Effect.uninterruptible,
+      Effect.withSpan("RateLimiter.flush")
+    )
+  })
+
+  // Opened by the first count after a write; the writer sleeps only while something waits.
+  const waiting = yield* Effect.makeLatch(false)
   yield* Effect.gen(function*() {
-    const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(queue, 1, MAX_BATCH))
-    const now = yield* Clock.currentTimeMillis
-    const exit = yield* Effect.exit(store.record(batch, now))
-    for (const pending of batch) Deferred.unsafeDone(pending.done, exit)
+    yield* waiting.await
+    yield* Effect.sleep(FLUSH_EVERY)
+    waiting.unsafeClose()
+    yield* flush.pipe(
+      Effect.catchAll((error) => Effect.logWarning("request counts not written yet; retrying", error.message))
+    )
+    if (unwritten.length > 0) waiting.unsafeOpen()
   }).pipe(Effect.forever, Effect.forkScoped)
+  yield* Effect.addFinalizer(() => Effect.ignoreLogged(flush))
 
   const accountOf = (accountId: string, plan: QuotaPlan): Effect.Effect<AccountUsage, ServiceUnavailable> =>
     Effect.suspend(() => {
@@ -93,8 +120,10 @@ export const makeRateLimiter = Effect.gen(function*() {
       )
     })
 
+  const catchUp = Effect.suspend(() => (behind ? flush : Effect.void))
+
   const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
-    Effect.flatMap(accountOf(key.accountId, key.quota), (usage) =>
+    Effect.flatMap(Effect.zipRight(catchUp, accountOf(key.accountId, key.quota)), (usage) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<void, RateLimited | ServiceUnavailable> => {
         const decision = usage.take(now, key.quota)
         if (decision._tag === "Limited") {
@@ -106,12 +135,10 @@ export const makeRateLimiter = Effect.gen(function*() {
             })
           )
         }
-        const done = Deferred.unsafeMake<void, ServiceUnavailable>(FiberId.none)
-        queue.unsafeOffer({ accountId: key.accountId, at: now, windowMs: burstWindowMs(key.quota), done })
-        return Deferred.await(done).pipe(
-          Effect.onError(() => Effect.sync(() => usage.refund(now))),
-          Effect.zipRight(withHeaders(decision.headers))
-        )
+        if (unwritten.push({ accountId: key.accountId, at: now, windowMs: burstWindowMs(key.quota) }) === 1) {
+          waiting.unsafeOpen()
+        }
+        return withHeaders(decision.headers)
       }))
 
   const usage = Effect.fn("RateLimiter.usage")(function*(key: ApiKeyContext) {

@@ -145,14 +145,19 @@ export const UsageStoreMemory = Layer.sync(UsageStore, () => {
           burst: (burst.get(accountId) ?? []).filter((at) => at > now - windowMs)
         }
       }),
-    record: (batch) =>
+    record: (batch, now) =>
       Effect.sync(() => {
         for (const item of batch) {
           const key = `${item.accountId}\u0000${utcDay(item.at)}`
           daily.set(key, (daily.get(key) ?? 0) + 1)
-          const stamps = (burst.get(item.accountId) ?? []).filter((at) => at > item.at - item.windowMs)
+          const stamps = burst.get(item.accountId) ?? []
           stamps.push(item.at)
           burst.set(item.accountId, stamps)
+        }
+        const windows = new Map(batch.map((item) => [item.accountId, item.windowMs]))
+        for (const [accountId, windowMs] of windows) {
+          const stamps = burst.get(accountId)
+          if (stamps !== undefined) burst.set(accountId, stamps.filter((at) => at > now - windowMs))
         }
       })
   }
