@@ -14,9 +14,9 @@ export type Decision =
 
 /** The counts of one account as they stand in the store when it is first used. */
 export interface StoredUsage {
-  readonly day: string
+  /** Requests of the current UTC day. */
   readonly dayCount: number
-  readonly month: string
+  /** Requests of the current UTC month. */
   readonly monthCount: number
   /** Instants (ms) of the requests still inside the burst window, oldest first. */
   readonly burst: ReadonlyArray<number>
@@ -32,17 +32,21 @@ export const burstWindowMs = (plan: QuotaPlan): number => plan.burstWindowMinute
 export class AccountUsage {
   private stamps: Array<number>
   private head = 0
-  day: string
-  dayCount: number
-  month: string
-  monthCount: number
+  private dayCount: number
+  private monthCount: number
+  // Bounds of the current UTC day and month, so that most requests compare numbers only.
+  private dayStartsAt: number
+  private dayEndsAt: number
+  private monthEndsAt: number
 
-  constructor(stored: StoredUsage) {
+  /** `stored` holds the counts of the day and month holding `now`. */
+  constructor(stored: StoredUsage, now: number) {
     this.stamps = [...stored.burst]
-    this.day = stored.day
     this.dayCount = stored.dayCount
-    this.month = stored.month
     this.monthCount = stored.monthCount
+    this.dayStartsAt = Date.parse(`${utcDay(now)}T00:00:00.000Z`)
+    this.dayEndsAt = nextUtcMidnight(now)
+    this.monthEndsAt = nextUtcMonthStart(now)
   }
 
   /** The counts as they stand at `now`: burst window, UTC day, UTC month. */
@@ -62,8 +66,8 @@ export class AccountUsage {
       const freeing = this.stamps[this.head + inBurst - plan.burstLimit]
       waits.push(freeing === undefined ? windowMs : freeing + windowMs - now)
     }
-    if (this.dayCount >= plan.dailyLimit) waits.push(nextUtcMidnight(now) - now)
-    if (this.monthCount >= plan.monthlyLimit) waits.push(nextUtcMonthStart(now) - now)
+    if (this.dayCount >= plan.dailyLimit) waits.push(this.dayEndsAt - now)
+    if (this.monthCount >= plan.monthlyLimit) waits.push(this.monthEndsAt - now)
     if (waits.length > 0) {
       return {
         _tag: "Limited",
@@ -92,12 +96,12 @@ export class AccountUsage {
       {
         limit: plan.dailyLimit,
         remaining: plan.dailyLimit - this.dayCount,
-        resetSeconds: secondsUntil(now, nextUtcMidnight(now))
+        resetSeconds: secondsUntil(now, this.dayEndsAt)
       },
       {
         limit: plan.monthlyLimit,
         remaining: plan.monthlyLimit - this.monthCount,
-        resetSeconds: secondsUntil(now, nextUtcMonthStart(now))
+        resetSeconds: secondsUntil(now, this.monthEndsAt)
       }
     ]
     let least = burst
@@ -121,15 +125,14 @@ export class AccountUsage {
       this.stamps = this.stamps.slice(this.head)
       this.head = 0
     }
-    const day = utcDay(now)
-    if (day !== this.day) {
-      this.day = day
+    if (now >= this.dayEndsAt || now < this.dayStartsAt) {
+      const startOfDay = Date.parse(`${utcDay(now)}T00:00:00.000Z`)
+      const monthEndsAt = nextUtcMonthStart(now)
+      if (monthEndsAt !== this.monthEndsAt) this.monthCount = 0
       this.dayCount = 0
-      const month = day.slice(0, 7)
-      if (month !== this.month) {
-        this.month = month
-        this.monthCount = 0
-      }
+      this.dayStartsAt = startOfDay
+      this.dayEndsAt = nextUtcMidnight(now)
+      this.monthEndsAt = monthEndsAt
     }
   }
 }

@@ -107,8 +107,8 @@ export const makeRateLimiter = Effect.gen(function*() {
       const deferred = Deferred.unsafeMake<AccountUsage, ServiceUnavailable>(FiberId.none)
       loading.set(accountId, deferred)
       return Clock.currentTimeMillis.pipe(
-        Effect.flatMap((now) => store.load(accountId, now, burstWindowMs(plan))),
-        Effect.map((stored) => new AccountUsage(stored)),
+        Effect.flatMap((now) => Effect.map(store.load(accountId, now, burstWindowMs(plan)), (stored) => ({ now, stored }))),
+        Effect.map(({ now, stored }) => new AccountUsage(stored, now)),
         Effect.onExit((exit) =>
           Effect.sync(() => {
             loading.delete(accountId)

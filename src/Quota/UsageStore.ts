@@ -89,9 +89,7 @@ export const UsageStoreSql = Layer.effect(
         const burst: Array<number> = []
         for (const row of rows) for (let i = 0; i < row.count; i++) burst.push(row.atMs)
         return {
-          day,
           dayCount: today._tag === "Some" ? today.value.count : 0,
-          month,
           monthCount: thisMonth.count,
           burst
         } satisfies StoredUsage
@@ -138,9 +136,7 @@ export const UsageStoreMemory = Layer.sync(UsageStore, () => {
           if (key.startsWith(`${accountId}\u0000${month}`)) monthCount += count
         }
         return {
-          day,
           dayCount: daily.get(`${accountId}\u0000${day}`) ?? 0,
-          month,
           monthCount,
           burst: (burst.get(accountId) ?? []).filter((at) => at > now - windowMs)
         }
