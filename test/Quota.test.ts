@@ -88,6 +88,15 @@ layer(TestServer(quotaFixture))("RateLimit headers, 429 and GET /usage", (it) =>
       expect(anonymous.headers["ratelimit-limit"]).toBeUndefined()
     }))
 
+  it.effect("the OpenAPI document describes GET /usage with its 429 and 503", () =>
+    Effect.gen(function*() {
+      const doc = yield* get("/openapi.json")
+      const paths = (doc.body as { paths: Record<string, { get?: { responses: Record<string, unknown> } }> }).paths
+      expect(Object.keys(paths["/api/v1/usage"]?.get?.responses ?? {})).toEqual(
+        expect.arrayContaining(["200", "401", "403", "429", "503"])
+      )
+    }))
+
   it.effect("a creator whose own plan has no quota is refused with 429", () =>
     Effect.gen(function*() {
       const res = yield* get("/api/v1/surveys", QUOTA_TOKENS.freeCreator)

@@ -122,6 +122,7 @@ export const makeRateLimiter = Effect.gen(function*() {
 
   const catchUp = Effect.suspend(() => (behind ? flush : Effect.void))
 
+  // On every request's path: no span of its own, the request's span covers it.
   const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
     Effect.flatMap(Effect.zipRight(catchUp, accountOf(key.accountId, key.quota)), (usage) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<void, RateLimited | ServiceUnavailable> => {
