@@ -169,15 +169,19 @@ describe("503 when the store stays busy", () => {
           expect(usage.status).toBe(503)
           expect(usage.body).toMatchObject({ code: "service_unavailable" })
           expect(stored()).toEqual({ n: 1 })
+          // Still locked at the next attempt: still 503.
+          yield* TestClock.adjust(FLUSH_EVERY)
+          expect((yield* get("/api/v1/usage", QUOTA_TOKENS.colleague)).status).toBe(503)
         } finally {
           holder.exec("ROLLBACK")
           holder.close()
         }
+        // The next write attempt stores what waited; then requests are admitted again.
+        yield* TestClock.adjust(FLUSH_EVERY)
+        expect(stored()).toEqual({ n: 2 })
 
         const list = yield* get("/api/v1/surveys/srv_q/responses", QUOTA_TOKENS.colleague)
         expect(list.status).toBe(200)
-        // The counts kept while the store was busy were written before this one was admitted.
-        expect(stored()).toEqual({ n: 2 })
         expect((list.body as { data: Array<{ id: string }> }).data.map((r) => r.id)).toEqual(["rsp_q"])
         const retry = yield* get("/api/v1/usage", QUOTA_TOKENS.colleague)
         expect(retry.status).toBe(200)

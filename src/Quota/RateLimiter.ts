@@ -1,7 +1,7 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Deferred, Duration, Effect, Exit, FiberId, Layer } from "effect"
 import type { ApiKeyContext, QuotaPlan } from "../Auth/CurrentKey.js"
-import { RateLimited, type ServiceUnavailable } from "../Domain/Errors.js"
+import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
 import { AccountUsage, burstWindowMs, type RateLimitHeaders } from "./AccountUsage.js"
 import { nextUtcMidnight } from "./Calendar.js"
 import { type CountedRequest, UsageStore, UsageStoreMemory, UsageStoreSql } from "./UsageStore.js"
@@ -52,8 +52,9 @@ const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
  * Counts every request in memory, where a check and its increment cannot interleave, so the
  * limits hold exactly under concurrency. Counted requests are written behind, every
  * `FLUSH_EVERY` and at shutdown, so a crash loses at most that much. When a write fails
- * (the database stayed busy past its timeout), no request is admitted until the counts
- * still waiting have been written: those requests answer 503 and count nowhere.
+ * (the database stayed busy past its timeout), no request is admitted until a later write,
+ * retried every `FLUSH_EVERY`, has stored the counts still waiting: meanwhile requests answer
+ * 503 at once and count nowhere.
  * The memory holds the accounts seen since start, each loaded once from the store.
  */
 export const makeRateLimiter = Effect.gen(function*() {
@@ -92,7 +93,7 @@ export const makeRateLimiter = Effect.gen(function*() {
     yield* Effect.sleep(FLUSH_EVERY)
     waiting.unsafeClose()
     yield* flush.pipe(
-      Effect.catchAll((error) => Effect.logWarning("request counts not written yet; retrying", error.message))
+      Effect.catchAllCause((cause) => Effect.logWarning("request counts not written yet; retrying", cause))
     )
     if (unwritten.length > 0) waiting.unsafeOpen()
   }).pipe(Effect.forever, Effect.forkScoped)
@@ -120,7 +121,14 @@ export const makeRateLimiter = Effect.gen(function*() {
       )
     })
 
-  const catchUp = Effect.suspend(() => (behind ? flush : Effect.void))
+  // While counts wait for a store that refused them, admitting more would widen what a crash loses.
+  const catchUp = Effect.suspend(() =>
+    behind
+      ? Effect.fail(
+        new ServiceUnavailable({ message: "The service is busy; nothing changed and the request may be retried." })
+      )
+      : Effect.void
+  )
 
   // On every request's path: no span of its own, the request's span covers it.
   const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
