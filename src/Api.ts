@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./Analytics/Api.js"
 import { EmbedSessionsApi } from "./Embeds/Api.js"
+import { UsageApi } from "./Quota/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
 import { SurveysApi } from "./Surveys/Api.js"
@@ -12,6 +13,7 @@ export class Api extends HttpApi.make("survey-service")
   .add(ResponsesApi)
   .add(EmbedSessionsApi)
   .add(AnalyticsApi)
+  .add(UsageApi)
   .prefix("/api/v1")
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",

@@ -5,6 +5,7 @@ import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import type { AppSettings } from "./Config.js"
 import { Outbox } from "./Events/Outbox.js"
 import { HttpLive } from "./Http/Server.js"
+import { RateLimiter } from "./Quota/RateLimiter.js"
 import { RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
 import { SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
@@ -18,8 +19,12 @@ export const OperatorServices = Layer.mergeAll(ApiKeyRepo.Default, SurveyLifecyc
 
 /** The HTTP server and its background work. Needs the database and `AppConfig`. */
 export const ServerLive = (settings: AppSettings) =>
-  HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" })))
-    .pipe(Layer.merge(RespondentPurgeLive), Layer.merge(AggregatorLive))
+  HttpLive.pipe(
+    Layer.provide(RateLimiter.Live),
+    Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" })),
+    Layer.merge(RespondentPurgeLive),
+    Layer.merge(AggregatorLive)
+  )
 
 /** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */
 export const LoggingLive = (settings: AppSettings) =>

@@ -7,6 +7,8 @@ export interface AppSettings {
   readonly webhookAllowPrivateTargets: boolean
   readonly logLevel: LogLevel.LogLevel
   readonly logFormat: "pretty" | "json"
+  /** How long SQLite waits for another connection's lock before giving up (default 5000 ms). */
+  readonly sqliteBusyTimeoutMs?: number
 }
 
 const levels: Record<string, LogLevel.LogLevel> = {

@@ -8,6 +8,7 @@ import {
   Unauthorized,
   UnauthorizedWire
 } from "../Domain/Errors.js"
+import { RateLimiter } from "../Quota/RateLimiter.js"
 import { ApiKeyRepo } from "./ApiKeyRepo.js"
 import { CurrentKey } from "./CurrentKey.js"
 import { hashToken } from "./Token.js"
@@ -15,6 +16,8 @@ import { hashToken } from "./Token.js"
 /**
  * Bearer API key authentication for every `/api/v1` endpoint. Provides the current key;
  * fails with 401, or 403 `plan_upgrade_required` when the owner's plan lacks API access.
+ * A request that passes the plan gate is counted against the quota (429, or 503 when the
+ * count cannot be stored).
  */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("Auth/Authorization", {
   failure: Schema.Union(UnauthorizedWire, PlanUpgradeRequiredWire, RateLimitedWire, ServiceUnavailableWire),
@@ -30,6 +33,7 @@ export const AuthorizationLive = Layer.effect(
   Authorization,
   Effect.gen(function*() {
     const keys = yield* ApiKeyRepo
+    const limiter = yield* RateLimiter
     return {
       bearer: (token) =>
         Effect.gen(function*() {
@@ -48,6 +52,7 @@ export const AuthorizationLive = Layer.effect(
                 message: "The workspace owner's plan does not include API access."
               })
             case "Valid":
+              yield* limiter.admit(found.key)
               return found.key
           }
         })

@@ -7,7 +7,6 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { SqlError } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
 import { AnalyticsLive } from "../Analytics/Http.js"
 import { Api } from "../Api.js"
@@ -16,6 +15,7 @@ import { AuthorizationLive } from "../Auth/Authorization.js"
 import { randomBase62 } from "../Domain/Ids.js"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "../Embeds/Http.js"
+import { UsageLive } from "../Quota/Http.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { QuestionsLive } from "../Questions/Http.js"
 import { RespondentTokens } from "../Respondents/RespondentTokens.js"
@@ -23,6 +23,7 @@ import { ResponseWriter } from "../Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "../Respondents/Routes.js"
 import { ResponseRepo } from "../Responses/ResponseRepo.js"
 import { ResponsesLive } from "../Responses/Http.js"
+import { isSqliteBusy } from "../Sql/Busy.js"
 import { SurveysLive } from "../Surveys/Http.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
@@ -30,12 +31,6 @@ import { RequestErrorsLive } from "./RequestErrors.js"
 
 const errorJson = (status: number, code: string, message: string) =>
   HttpServerResponse.unsafeJson({ code, message }, { status })
-
-const isBusy = (error: unknown): boolean => {
-  const cause = error instanceof SqlError.SqlError ? error.cause : error
-  return typeof cause === "object" && cause !== null && "code" in cause &&
-    typeof cause.code === "string" && cause.code.startsWith("SQLITE_BUSY")
-}
 
 const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
 
@@ -60,7 +55,7 @@ export const serveMiddleware = <E, R>(
           return Effect.succeed(errorJson(503, "service_unavailable", "The request was interrupted; it may be retried."))
         }
         const squashed = Cause.squash(cause)
-        if (isBusy(squashed)) {
+        if (isSqliteBusy(squashed)) {
           return Effect.as(
             Effect.logWarning("database busy", cause),
             errorJson(503, "service_unavailable", "The service is busy; nothing changed and the request may be retried.")
@@ -86,13 +81,16 @@ const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, Qu
 const RespondentServices = Layer.mergeAll(EmbedSessions.Default, RespondentTokens.Default, ResponseWriter.Default)
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, EmbedSessionsLive, AnalyticsLive]),
+  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, EmbedSessionsLive, AnalyticsLive, UsageLive]),
   Layer.provide(AuthorizationLive),
   Layer.provide(Repositories),
   Layer.provide(RespondentServices)
 )
 
-/** The whole HTTP surface: `/api/v1`, `/openapi.json`, `/docs`, `/healthz`. Needs an `HttpServer`. */
+/**
+ * The whole HTTP surface: `/api/v1`, `/openapi.json`, `/docs`, `/healthz`. Needs an `HttpServer`
+ * and the `RateLimiter` (`RateLimiter.Live`).
+ */
 export const HttpLive = Layer.unwrapEffect(
   Effect.map(HttpApiBuilder.httpApp, (app) => HttpServer.serve(serveMiddleware(app)))
 ).pipe(

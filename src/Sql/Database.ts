@@ -8,13 +8,13 @@ import { AppConfig } from "../Config.js"
 const camelToSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 const snakeToCamel = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
 
-const pragmas = Effect.gen(function*() {
+const pragmas = (busyTimeoutMs: number) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // WAL with synchronous=NORMAL stays crash-safe (a power cut may lose the last commits, never corrupt).
   yield* sql.unsafe("PRAGMA synchronous = NORMAL")
   yield* sql.unsafe("PRAGMA foreign_keys = ON")
   // Wait for another process (the CLI, a second server) before answering SQLITE_BUSY.
-  yield* sql.unsafe("PRAGMA busy_timeout = 5000")
+  yield* sql.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`)
   yield* sql.unsafe("PRAGMA temp_store = MEMORY")
 })
 
@@ -25,7 +25,7 @@ export const SqlLive = Layer.unwrapEffect(
     if (config.databasePath !== ":memory:") {
       mkdirSync(dirname(config.databasePath), { recursive: true })
     }
-    return Layer.effectDiscard(pragmas).pipe(
+    return Layer.effectDiscard(pragmas(config.sqliteBusyTimeoutMs ?? 5000)).pipe(
       Layer.provideMerge(
         SqliteClient.layer({
           filename: config.databasePath,

@@ -4,6 +4,7 @@ import Foundation from "./migrations/0001_foundation.js"
 import Events from "./migrations/0002_events.js"
 import Respondents from "./migrations/0003_respondents.js"
 import Analytics from "./migrations/0005_analytics.js"
+import Quota from "./migrations/0006_quota.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -13,7 +14,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0001_foundation": Foundation,
   "0002_events": Events,
   "0003_respondents": Respondents,
-  "0005_analytics": Analytics
+  "0005_analytics": Analytics,
+  "0006_quota": Quota
 }
 
 export const runMigrations = Migrator.make({})({

@@ -6,6 +6,7 @@ import { AppConfig, type AppSettings } from "../../src/Config.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
 import { importFixtureInput } from "../../src/Fixtures/Import.js"
 import { HttpLive } from "../../src/Http/Server.js"
+import { RateLimiter } from "../../src/Quota/RateLimiter.js"
 
 /** A migrated in-memory database with the operator services, optionally seeded with a fixture. */
 export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}) => {
@@ -19,6 +20,7 @@ export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettin
 /** The whole HTTP surface on a real Bun server on 127.0.0.1, with an `HttpClient` pointed at it. */
 export const TestServer = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}) =>
   HttpLive.pipe(
+    Layer.provideMerge(RateLimiter.Live),
     Layer.provideMerge(BunHttpServer.layerTest),
     Layer.provideMerge(TestDatabase(fixture, settings))
   )

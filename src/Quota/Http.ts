@@ -1,0 +1,25 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../Api.js"
+import { CurrentKey } from "../Auth/CurrentKey.js"
+import { toIso } from "../Domain/Time.js"
+import { RateLimiter } from "./RateLimiter.js"
+
+export const UsageLive = HttpApiBuilder.group(Api, "usage", (handlers) =>
+  Effect.gen(function*() {
+    const limiter = yield* RateLimiter
+    return handlers.handle("get", () =>
+      Effect.gen(function*() {
+        const report = yield* limiter.usage(yield* CurrentKey)
+        return {
+          burstLimit: report.burstLimit,
+          burstWindowMinutes: report.burstWindowMinutes,
+          dailyLimit: report.dailyLimit,
+          usedToday: report.usedToday,
+          remainingToday: report.remainingToday,
+          monthlyLimit: report.monthlyLimit,
+          resetAt: toIso(report.resetAt)
+        }
+      }))
+  })
+)

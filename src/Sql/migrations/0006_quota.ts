@@ -1,0 +1,24 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/**
+ * Request quota counters per account (the key's creator).
+ * `usage_daily` holds one row per UTC day; a month is the sum of its days.
+ * `usage_burst` holds the requests of the sliding burst window, counted per millisecond,
+ * so that the window is exact after a restart; rows older than the window are pruned.
+ */
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE usage_daily (
+    account_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (account_id, day)
+  ) WITHOUT ROWID`
+  yield* sql`CREATE TABLE usage_burst (
+    account_id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (account_id, at_ms)
+  ) WITHOUT ROWID`
+})

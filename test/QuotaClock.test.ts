@@ -1,0 +1,195 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Database } from "bun:sqlite"
+import { Context, Effect, Either, Exit, Layer, Scope, TestClock } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { ApiKeyContext, QuotaPlan } from "../src/Auth/CurrentKey.js"
+import { FLUSH_EVERY, RateLimiter } from "../src/Quota/RateLimiter.js"
+import { TestDatabase } from "./support/TestServer.js"
+
+const keyOf = (accountId: string, plan: Omit<QuotaPlan, "planId">): ApiKeyContext => ({
+  keyId: `key_${accountId}`,
+  workspaceId: "ws_clock",
+  accountId,
+  role: "owner",
+  surveyIds: null,
+  quota: { planId: "test", ...plan }
+})
+
+/** Admits one request: the Retry-After seconds when refused, "ok" when counted. */
+const attempt = (key: ApiKeyContext) =>
+  Effect.flatMap(RateLimiter, (limiter) => Effect.either(limiter.admit(key))).pipe(
+    Effect.map((result) =>
+      Either.isRight(result)
+        ? "ok"
+        : result.left._tag === "RateLimited"
+        ? result.left.retryAfterSeconds
+        : result.left._tag
+    )
+  )
+
+const usage = (key: ApiKeyContext) => Effect.flatMap(RateLimiter, (limiter) => limiter.usage(key))
+
+const at = (iso: string) => TestClock.setTime(Date.parse(iso))
+
+const variants = [
+  ["in memory", () => RateLimiter.layerMemory],
+  ["in SQLite", () => RateLimiter.Live.pipe(Layer.provide(TestDatabase()))]
+] as const
+
+for (const [name, limiterLayer] of variants) {
+  describe(`RateLimiter over counters ${name}`, () => {
+    it.effect("the burst window slides: each request frees its place exactly one window later", () =>
+      Effect.gen(function*() {
+        const key = keyOf("acc_burst", { burstLimit: 3, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 100 })
+        yield* at("2026-03-10T10:00:00.000Z")
+        expect(yield* attempt(key)).toBe("ok")
+        yield* TestClock.adjust("20 seconds")
+        expect(yield* attempt(key)).toBe("ok")
+        yield* TestClock.adjust("20 seconds")
+        expect(yield* attempt(key)).toBe("ok")
+        expect(yield* attempt(key)).toBe(20)
+        yield* TestClock.adjust("19900 millis")
+        expect(yield* attempt(key)).toBe(1)
+        yield* TestClock.adjust("100 millis")
+        expect(yield* attempt(key)).toBe("ok")
+        expect(yield* attempt(key)).toBe(20)
+        const report = yield* usage(key)
+        expect(report).toMatchObject({ usedToday: 4, usedThisMonth: 4, usedInBurstWindow: 3 })
+        // A longer window keeps requests longer.
+        const slow = keyOf("acc_slow", { burstLimit: 1, burstWindowMinutes: 5, dailyLimit: 100, monthlyLimit: 100 })
+        expect(yield* attempt(slow)).toBe("ok")
+        expect(yield* attempt(slow)).toBe(300)
+        yield* TestClock.adjust("4 minutes")
+        expect(yield* attempt(slow)).toBe(60)
+      }).pipe(Effect.provide(limiterLayer())))
+
+    it.effect("the day starts at UTC midnight, and the month keeps counting across it", () =>
+      Effect.gen(function*() {
+        const key = keyOf("acc_day", { burstLimit: 100, burstWindowMinutes: 1, dailyLimit: 2, monthlyLimit: 10 })
+        yield* at("2026-06-15T18:30:00.000Z")
+        expect(yield* attempt(key)).toBe("ok")
+        expect(yield* attempt(key)).toBe("ok")
+        expect(yield* attempt(key)).toBe(5.5 * 3600)
+        expect(yield* usage(key)).toMatchObject({
+          usedToday: 2,
+          remainingToday: 0,
+          resetAt: Date.parse("2026-06-16T00:00:00.000Z")
+        })
+        yield* at("2026-06-15T23:59:59.999Z")
+        expect(yield* attempt(key)).toBe(1)
+        yield* TestClock.adjust("1 millis")
+        expect(yield* attempt(key)).toBe("ok")
+        expect(yield* usage(key)).toMatchObject({
+          usedToday: 1,
+          remainingToday: 1,
+          usedThisMonth: 3,
+          resetAt: Date.parse("2026-06-17T00:00:00.000Z")
+        })
+      }).pipe(Effect.provide(limiterLayer())))
+
+    const monthEnds = [
+      { days: 28, lastDay: "2026-02-28", nextMonth: "2026-03-01" },
+      { days: 29, lastDay: "2028-02-29", nextMonth: "2028-03-01" },
+      { days: 30, lastDay: "2026-04-30", nextMonth: "2026-05-01" },
+      { days: 31, lastDay: "2026-01-31", nextMonth: "2026-02-01" }
+    ] as const
+    for (const { days, lastDay, nextMonth } of monthEnds) {
+      it.effect(`a month of ${days} days ends at its last UTC midnight`, () =>
+        Effect.gen(function*() {
+          const key = keyOf(`acc_month_${days}`, { burstLimit: 100, burstWindowMinutes: 1, dailyLimit: 5, monthlyLimit: 3 })
+          // Mid-month, spending the whole month's quota: the wait runs to the first of the next month.
+          yield* at(`${lastDay.slice(0, 8)}10T00:00:00.000Z`)
+          for (let i = 0; i < 3; i++) expect(yield* attempt(key)).toBe("ok")
+          expect(yield* attempt(key)).toBe((days - 9) * 86_400)
+          yield* at(`${lastDay}T00:00:00.000Z`)
+          expect(yield* attempt(key)).toBe(86_400)
+          expect(yield* usage(key)).toMatchObject({ usedToday: 0, usedThisMonth: 3 })
+          yield* at(`${lastDay}T23:59:59.400Z`)
+          expect(yield* attempt(key)).toBe(1)
+          yield* at(`${nextMonth}T00:00:00.000Z`)
+          expect(yield* attempt(key)).toBe("ok")
+          expect(yield* usage(key)).toMatchObject({
+            usedToday: 1,
+            usedThisMonth: 1,
+            resetAt: Date.parse(`${nextMonth}T00:00:00.000Z`) + 86_400_000
+          })
+        }).pipe(Effect.provide(limiterLayer())))
+    }
+
+    it.effect("every key of one account shares the counters; other accounts are apart", () =>
+      Effect.gen(function*() {
+        const plan = { burstLimit: 2, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 100 }
+        const first = keyOf("acc_shared", plan)
+        const second = { ...first, keyId: "key_other" }
+        expect(yield* attempt(first)).toBe("ok")
+        expect(yield* attempt(second)).toBe("ok")
+        expect(yield* attempt(first)).toBe(60)
+        expect(yield* attempt(keyOf("acc_apart", plan))).toBe("ok")
+      }).pipe(Effect.provide(limiterLayer())))
+  })
+}
+
+describe("RateLimiter durability", () => {
+  it.effect("counts reach the disk within FLUSH_EVERY, a crash loses only those younger, a restart keeps the rest", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "quota-restart-"))
+      const file = join(dir, "survey.db")
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const start = () =>
+        Effect.gen(function*() {
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(
+            RateLimiter.Live.pipe(Layer.provide(TestDatabase(undefined, { databasePath: file }))),
+            scope
+          )
+          return { scope, limiter: Context.get(context, RateLimiter) }
+        })
+      const key = keyOf("acc_durable", { burstLimit: 5, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 1000 })
+      const admit = (limiter: RateLimiter["Type"]) =>
+        Effect.map(Effect.either(limiter.admit(key)), (r) => Either.isRight(r) ? "ok" : r.left)
+      const onDisk = () => {
+        const db = new Database(file, { readonly: true })
+        try {
+          return {
+            daily: db.query("SELECT day, count FROM usage_daily WHERE account_id = 'acc_durable' ORDER BY day").all(),
+            burst: db.query("SELECT COALESCE(SUM(count), 0) AS n FROM usage_burst WHERE account_id = 'acc_durable'")
+              .get()
+          }
+        } finally {
+          db.close()
+        }
+      }
+
+      yield* at("2026-05-31T23:59:30.000Z")
+      const first = yield* start()
+      expect(yield* admit(first.limiter)).toBe("ok")
+      yield* TestClock.adjust("40 seconds")
+      for (let i = 0; i < 3; i++) expect(yield* admit(first.limiter)).toBe("ok")
+      // Read by another connection: the last three are still in memory, for at most FLUSH_EVERY.
+      expect(onDisk()).toEqual({ daily: [{ day: "2026-05-31", count: 1 }], burst: { n: 1 } })
+      yield* TestClock.adjust(FLUSH_EVERY)
+      expect(onDisk()).toEqual({
+        daily: [{ day: "2026-05-31", count: 1 }, { day: "2026-06-01", count: 3 }],
+        burst: { n: 4 }
+      })
+
+      // A crash right after one more request: a second process over the same file, the first never closed.
+      expect(yield* admit(first.limiter)).toBe("ok")
+      const second = yield* start()
+      expect(yield* second.limiter.usage(key)).toMatchObject({ usedToday: 3, usedThisMonth: 3, usedInBurstWindow: 4 })
+      yield* Scope.close(second.scope, Exit.void)
+
+      // A clean shutdown writes what waits; the next process carries on with the day, month and burst window.
+      yield* Scope.close(first.scope, Exit.void)
+      const third = yield* start()
+      expect(yield* third.limiter.usage(key)).toMatchObject({ usedToday: 4, usedThisMonth: 4, usedInBurstWindow: 5 })
+      const refused = yield* admit(third.limiter)
+      expect(refused).toMatchObject({ _tag: "RateLimited", retryAfterSeconds: 20 })
+      yield* TestClock.adjust("20 seconds")
+      expect(yield* admit(third.limiter)).toBe("ok")
+      expect(yield* third.limiter.usage(key)).toMatchObject({ usedToday: 5, usedInBurstWindow: 5 })
+      yield* Scope.close(third.scope, Exit.void)
+    }).pipe(Effect.scoped))
+})
