@@ -14,10 +14,20 @@ const t = (day: number, minute = 0) => new Date(Date.UTC(2026, 0, day, 0, minute
 
 /** Two workspaces with every kind of key and survey the access rules tell apart. */
 export const baseFixture: FixtureInput = {
+  // A plan with room for the hundreds of calls one suite makes under a frozen test clock;
+  // the quota suites use plans of their own.
+  plans: [{
+    id: "roomy",
+    apiAccess: true,
+    burstLimit: 100_000,
+    burstWindowMinutes: 1,
+    dailyLimit: 1_000_000,
+    monthlyLimit: 10_000_000
+  }],
   accounts: [
-    { id: "acc_owner", planId: "pro" },
-    { id: "acc_viewer", planId: "pro" },
-    { id: "acc_former", planId: "pro" },
+    { id: "acc_owner", planId: "roomy" },
+    { id: "acc_viewer", planId: "roomy" },
+    { id: "acc_former", planId: "roomy" },
     { id: "acc_free", planId: "free" },
     { id: "acc_other", planId: "business" }
   ],
