@@ -1,6 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { QuestionList } from "../Domain/Question.js"
+import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { isApiQuestion, QuestionRepo } from "./QuestionRepo.js"
 
@@ -12,7 +14,7 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
       Effect.gen(function*() {
         yield* access.require(path.id)
         const rows = yield* questions.listForSurvey(path.id)
-        return { data: rows.filter(isApiQuestion).map((row) => row.toApi()) }
+        return preEncoded(QuestionList, { data: rows.filter(isApiQuestion).map((row) => row.toWire()) })
       }))
   })
 )

@@ -31,6 +31,18 @@ export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
       options: this.options.map((o) => new QuestionOption(o, { disableValidation: true }))
     }, { disableValidation: true })
   }
+  /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */
+  toWire(this: QuestionRow & { readonly type: QuestionType }): typeof Question.Encoded {
+    return {
+      id: this.id,
+      type: this.type,
+      label: this.label,
+      required: this.required !== 0,
+      allowMultiple: this.allowMultiple !== 0,
+      order: this.position,
+      options: this.options.map((o) => ({ value: o.value, label: o.label }))
+    }
+  }
 }
 
 /** A question the API shows: not a section, not deleted. */

@@ -28,6 +28,20 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
       updatedAt: this.updatedAt
     }, { disableValidation: true })
   }
+  /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */
+  toWire(): typeof Survey.Encoded {
+    return {
+      id: this.id,
+      title: this.title,
+      description: this.description,
+      status: this.status,
+      published: this.status === "published",
+      questionCount: this.questionCount,
+      responseCount: this.responseCount,
+      createdAt: this.createdAt,
+      updatedAt: this.updatedAt
+    }
+  }
 }
 
 const columns = "id, workspace_id, title, description, status, trashed, question_count, response_count, created_at, updated_at"
