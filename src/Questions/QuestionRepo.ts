@@ -21,14 +21,10 @@ export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
     return this.type === "section"
   }
   toApi(this: QuestionRow & { readonly type: QuestionType }): Question {
+    const wire = this.toWire()
     return new Question({
-      id: this.id,
-      type: this.type,
-      label: this.label,
-      required: this.required !== 0,
-      allowMultiple: this.allowMultiple !== 0,
-      order: this.position,
-      options: this.options.map((o) => new QuestionOption(o, { disableValidation: true }))
+      ...wire,
+      options: wire.options.map((o) => new QuestionOption(o, { disableValidation: true }))
     }, { disableValidation: true })
   }
   /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */

@@ -56,30 +56,34 @@ const answersByResponse = <A extends Ordered & { readonly responseId: string }>(
 
 const liveType = (type: AnswerRow["type"]): QuestionType | null => type === null || type === "section" ? null : type
 
-const toAnswer = (row: AnswerRow): Answer => {
-  const type = liveType(row.type)
-  return new Answer({
-    fieldId: type === null ? null : row.questionId,
-    type,
-    value: row.value,
-    values: row.values
-  }, { disableValidation: true })
-}
+/** One response in wire form, its answers already in order; `valuesOf` reads an answer's values. */
+const responseWire = <A extends Ordered>(
+  row: ResponseRow,
+  answers: ReadonlyArray<A & { readonly value: string }>,
+  valuesOf: (answer: A) => ReadonlyArray<string>
+): typeof SurveyResponse.Encoded => ({
+  id: row.id,
+  surveyId: row.surveyId,
+  externalUserId: row.externalUserId,
+  completed: row.completedAt !== null,
+  completedAt: row.completedAt,
+  createdAt: row.createdAt,
+  answers: answers.map((a) => {
+    const type = liveType(a.type)
+    return { fieldId: type === null ? null : a.questionId, type, value: a.value, values: valuesOf(a) }
+  })
+})
 
 /** Assembles API responses from rows and their answers, answers in question order. */
 export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArray<AnswerRow>) => {
   const byResponse = answersByResponse(answers)
-  return rows.map((row) =>
-    new SurveyResponse({
-      id: row.id,
-      surveyId: row.surveyId,
-      externalUserId: row.externalUserId,
-      completed: row.completedAt !== null,
-      completedAt: row.completedAt,
-      createdAt: row.createdAt,
-      answers: (byResponse.get(row.id) ?? []).map(toAnswer)
+  return rows.map((row) => {
+    const wire = responseWire(row, byResponse.get(row.id) ?? [], (a) => a.values)
+    return new SurveyResponse({
+      ...wire,
+      answers: wire.answers.map((a) => new Answer(a, { disableValidation: true }))
     }, { disableValidation: true })
-  )
+  })
 }
 
 /**
@@ -103,18 +107,7 @@ export const assembleWire = (
   answers: ReadonlyArray<AnswerWireRow>
 ): Array<typeof SurveyResponse.Encoded> => {
   const byResponse = answersByResponse(answers)
-  return rows.map((row) => ({
-    id: row.id,
-    surveyId: row.surveyId,
-    externalUserId: row.externalUserId,
-    completed: row.completedAt !== null,
-    completedAt: row.completedAt,
-    createdAt: row.createdAt,
-    answers: (byResponse.get(row.id) ?? []).map((a) => {
-      const type = liveType(a.type)
-      return { fieldId: type === null ? null : a.questionId, type, value: a.value, values: storedValues(a) }
-    })
-  }))
+  return rows.map((row) => responseWire(row, byResponse.get(row.id) ?? [], storedValues))
 }
 
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {

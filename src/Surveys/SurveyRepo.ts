@@ -16,17 +16,7 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
   updatedAt: Schema.String
 }) {
   toApi(): Survey {
-    return new Survey({
-      id: this.id,
-      title: this.title,
-      description: this.description,
-      status: this.status,
-      published: this.status === "published",
-      questionCount: this.questionCount,
-      responseCount: this.responseCount,
-      createdAt: this.createdAt,
-      updatedAt: this.updatedAt
-    }, { disableValidation: true })
+    return new Survey(this.toWire(), { disableValidation: true })
   }
   /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */
   toWire(): typeof Survey.Encoded {
