@@ -4,7 +4,7 @@ import { Api } from "../Api.js"
 import { QuestionList } from "../Domain/Question.js"
 import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import { isApiQuestion, QuestionRepo } from "./QuestionRepo.js"
+import { QuestionRepo } from "./QuestionRepo.js"
 
 export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =>
   Effect.gen(function*() {
@@ -13,8 +13,7 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
     return handlers.handle("list", ({ path }) =>
       Effect.gen(function*() {
         yield* access.require(path.id)
-        const rows = yield* questions.listForSurvey(path.id)
-        return preEncoded(QuestionList, { data: rows.filter(isApiQuestion).map((row) => row.toWire()) })
+        return preEncoded(QuestionList, { data: yield* questions.listWire(path.id) })
       }))
   })
 )
