@@ -229,6 +229,8 @@ const verify = async (project: Server, baseline: Server) => {
 
 interface Load {
   readonly rps: number
+  /** CPU time (user + system) of the server per answered request, in microseconds. */
+  readonly cpuUs: number
   readonly p99: number
   readonly errors: number
 }
@@ -238,7 +240,16 @@ const toMs = (value: string) => {
   return value.endsWith("us") ? n / 1000 : value.endsWith("ms") ? n : value.endsWith("s") ? n * 1000 : n
 }
 
-const wrk = (port: number, path: string, token: string, duration: number): Load => {
+/** User + system CPU time of a process so far, in microseconds (fields 14 and 15 of /proc/PID/stat). */
+const cpuTime = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
+  // After the command name, utime and stime are the 12th and 13th fields, in clock ticks (100 Hz).
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+const wrk = (server: Server, path: string, token: string, duration: number): Load => {
+  const port = server.port
+  const cpuBefore = cpuTime(server.pid)
   const out = run([
     "/usr/bin/wrk",
     "-t2",
@@ -249,13 +260,15 @@ const wrk = (port: number, path: string, token: string, duration: number): Load 
     `Authorization: Bearer ${token}`,
     `http://127.0.0.1:${port}${path}`
   ])
+  const cpu = cpuTime(server.pid) - cpuBefore
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1])
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
   const p99 = /\s99%\s+([\d.]+\w+)/.exec(out)?.[1]
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0)
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)
   const errors = non2xx + (socket === null ? 0 : socket.slice(1).reduce((n, s) => n + Number(s), 0))
   if (!Number.isFinite(rps) || p99 === undefined) throw new Error(`could not read wrk's output:\n${out}`)
-  return { rps, p99: toMs(p99), errors }
+  return { rps, cpuUs: cpu / requests, p99: toMs(p99), errors }
 }
 
 const median = (xs: ReadonlyArray<number>) => {
@@ -266,8 +279,8 @@ const median = (xs: ReadonlyArray<number>) => {
 
 interface Row {
   readonly name: string
-  readonly project: { rps: number; p99: number; rss: number; errors: number }
-  readonly baseline: { rps: number; p99: number; rss: number; errors: number }
+  readonly project: { rps: number; cpuUs: number; p99: number; rss: number; errors: number }
+  readonly baseline: { rps: number; cpuUs: number; p99: number; rss: number; errors: number }
 }
 
 /** A/B/A/B: each round loads the project, then the baseline, after one short warm-up of each. */
@@ -275,16 +288,17 @@ const measure = (project: Server, baseline: Server, e: { name: string; path: str
   const token = e.token ?? BENCH_TOKEN
   resetPeak(project.pid)
   resetPeak(baseline.pid)
-  wrk(project.port, e.path, token, 1)
-  wrk(baseline.port, e.path, token, 1)
+  wrk(project, e.path, token, 1)
+  wrk(baseline, e.path, token, 1)
   const a: Array<Load> = []
   const b: Array<Load> = []
   for (let round = 0; round < rounds; round++) {
-    a.push(wrk(project.port, e.path, token, seconds))
-    b.push(wrk(baseline.port, e.path, token, seconds))
+    a.push(wrk(project, e.path, token, seconds))
+    b.push(wrk(baseline, e.path, token, seconds))
   }
   const summary = (loads: ReadonlyArray<Load>, server: Server) => ({
     rps: median(loads.map((l) => l.rps)),
+    cpuUs: median(loads.map((l) => l.cpuUs)),
     p99: median(loads.map((l) => l.p99)),
     rss: status(server.pid, "VmHWM"),
     errors: loads.reduce((n, l) => n + l.errors, 0)
@@ -300,10 +314,12 @@ const measure = (project: Server, baseline: Server, e: { name: string; path: str
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
 
 const table = (rows: ReadonlyArray<Row>) => [
-  "| endpoint | project req/s | baseline req/s | ratio | project p99 ms | baseline p99 ms | project peak RSS MB | baseline peak RSS MB | RSS ratio |",
-  "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  "| endpoint | project req/s | baseline req/s | ratio | project CPU µs/req | baseline CPU µs/req | CPU ratio | project p99 ms | baseline p99 ms | project peak RSS MB | baseline peak RSS MB | RSS ratio |",
+  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ...rows.map((r) =>
     `| ${r.name} | ${fmt(r.project.rps)} | ${fmt(r.baseline.rps)} | ${fmt(r.project.rps / r.baseline.rps, 2)} | ${
+      fmt(r.project.cpuUs)
+    } | ${fmt(r.baseline.cpuUs)} | ${fmt(r.baseline.cpuUs / r.project.cpuUs, 2)} | ${
       fmt(r.project.p99, 2)
     } | ${fmt(r.baseline.p99, 2)} | ${fmt(r.project.rss)} | ${fmt(r.baseline.rss)} | ${
       fmt(r.project.rss / r.baseline.rss, 2)
@@ -357,6 +373,10 @@ const main = async () => {
       `The load generator shares the machine's cores with the server under test.`,
     "",
     ...table(rows),
+    "",
+    "CPU µs/req is the server process's user + system CPU time over a round divided by the requests it answered " +
+    "(/proc/PID/stat); CPU ratio = baseline / project, the throughput ratio both would reach with a core each. " +
+    "It is much less sensitive than req/s to other work on the machine.",
     "",
     `Peak RSS is VmHWM from /proc/PID/status${
       peakPerEndpoint ? ", reset before each endpoint (so it is that endpoint's peak)" : " (cumulative over the run)"
