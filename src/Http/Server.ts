@@ -89,7 +89,7 @@ export const HttpLive = Layer.unwrapEffect(
   Effect.map(HttpApiBuilder.httpApp, (app) => HttpServer.serve(serveMiddleware(app)))
 ).pipe(
   // No span exporter is configured, so request, handler and SQL spans reach nobody; building them
-  // cost about a quarter of a read's CPU (docs/performance.md). Logs keep the request id.
+  // took about a fifth of a small read's CPU (docs/performance.md). Logs keep the request id.
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.locally(FiberRef.currentTracerEnabled, false),
   Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
