@@ -388,9 +388,13 @@ const main = async () => {
     ...table(deep),
     "",
     page1 !== undefined && page10k !== undefined
-      ? `Page 10,000 / page 1 (req/s): project ${fmt(page10k.project.rps / page1.project.rps, 2)}, baseline ${
-        fmt(page10k.baseline.rps / page1.baseline.rps, 2)
-      }; p99 page 10,000 / page 1: project ${fmt(page10k.project.p99 / page1.project.p99, 2)}.`
+      ? `Page 10,000 / page 1: CPU per request project ${
+        fmt(page10k.project.cpuUs / page1.project.cpuUs, 2)
+      }, baseline ${fmt(page10k.baseline.cpuUs / page1.baseline.cpuUs, 2)}; req/s project ${
+        fmt(page10k.project.rps / page1.project.rps, 2)
+      }, baseline ${fmt(page10k.baseline.rps / page1.baseline.rps, 2)}; p99 project ${
+        fmt(page10k.project.p99 / page1.project.p99, 2)
+      }, baseline ${fmt(page10k.baseline.p99 / page1.baseline.p99, 2)}.`
       : "",
     "",
     `Start to first answered API request (medians of 3 starts): project binary ${
