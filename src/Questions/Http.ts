@@ -1,8 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { QuestionList } from "../Domain/Question.js"
+import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import { isApiQuestion, QuestionRepo } from "./QuestionRepo.js"
+import { QuestionRepo } from "./QuestionRepo.js"
 
 export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =>
   Effect.gen(function*() {
@@ -11,8 +13,7 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
     return handlers.handle("list", ({ path }) =>
       Effect.gen(function*() {
         yield* access.require(path.id)
-        const rows = yield* questions.listForSurvey(path.id)
-        return { data: rows.filter(isApiQuestion).map((row) => row.toApi()) }
+        return preEncoded(QuestionList, { data: yield* questions.listWire(path.id) })
       }))
   })
 )

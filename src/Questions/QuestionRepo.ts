@@ -1,9 +1,32 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { Question, QuestionOption, type QuestionType, StoredQuestionType } from "../Domain/Question.js"
+import { Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
 
 const OptionsJson = Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
 const SettingsJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
+/** Only what the API shows of a question: the list endpoint skips the respondent page's settings. */
+const ApiQuestionRow = Schema.Struct({
+  id: Schema.String,
+  type: QuestionType,
+  label: Schema.String,
+  required: Schema.Number,
+  allowMultiple: Schema.Number,
+  position: Schema.Number,
+  options: OptionsJson
+})
+type ApiQuestionRow = typeof ApiQuestionRow.Type
+
+/** The wire form of a question the API shows. */
+const questionWire = (row: ApiQuestionRow): typeof Question.Encoded => ({
+  id: row.id,
+  type: row.type,
+  label: row.label,
+  required: row.required !== 0,
+  allowMultiple: row.allowMultiple !== 0,
+  order: row.position,
+  options: row.options.map((o) => ({ value: o.value, label: o.label }))
+})
 
 export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
   id: Schema.String,
@@ -21,15 +44,15 @@ export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
     return this.type === "section"
   }
   toApi(this: QuestionRow & { readonly type: QuestionType }): Question {
+    const wire = this.toWire()
     return new Question({
-      id: this.id,
-      type: this.type,
-      label: this.label,
-      required: this.required !== 0,
-      allowMultiple: this.allowMultiple !== 0,
-      order: this.position,
-      options: this.options.map((o) => new QuestionOption(o, { disableValidation: true }))
+      ...wire,
+      options: wire.options.map((o) => new QuestionOption(o, { disableValidation: true }))
     }, { disableValidation: true })
+  }
+  /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */
+  toWire(this: QuestionRow & { readonly type: QuestionType }): typeof Question.Encoded {
+    return questionWire(this)
   }
 }
 
@@ -48,10 +71,25 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
             FROM questions WHERE survey_id = ${surveyId} AND deleted = 0
             ORDER BY position, id`
     })
+    const apiBySurvey = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ApiQuestionRow,
+      execute: (surveyId) =>
+        sql`SELECT id, type, label, required, allow_multiple, position, options
+            FROM questions WHERE survey_id = ${surveyId} AND deleted = 0 AND type <> 'section'
+            ORDER BY position, id`
+    })
     return {
       /** Current questions of a survey in order, sections included (they are layout for the respondent page). */
       listForSurvey: (surveyId: string) =>
-        bySurvey(surveyId).pipe(Effect.orDie, Effect.withSpan("QuestionRepo.listForSurvey"))
+        bySurvey(surveyId).pipe(Effect.orDie, Effect.withSpan("QuestionRepo.listForSurvey")),
+      /** The questions the API shows (no sections), in order and in wire form. */
+      listWire: (surveyId: string) =>
+        apiBySurvey(surveyId).pipe(
+          Effect.map((rows) => rows.map(questionWire)),
+          Effect.orDie,
+          Effect.withSpan("QuestionRepo.listWire")
+        )
     } as const
   })
 }) {}

@@ -4,8 +4,10 @@ import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { NotFound } from "../Domain/Errors.js"
+import { preEncoded } from "../Http/PreEncoded.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import { ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
 import { ResponseRepo } from "./ResponseRepo.js"
 
@@ -43,12 +45,12 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
           })
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
-          return {
-            data: yield* responses.withAnswers(path.id, page),
+          return preEncoded(ResponsePage, {
+            data: yield* responses.withAnswersWire(path.id, page),
             nextCursor: rows.length > limit && last !== undefined
               ? encodeCursor({ key: last.createdAt, id: last.id }, fingerprint)
               : null
-          }
+          })
         }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {

@@ -33,42 +33,81 @@ export interface ListResponses {
   readonly limit: number
 }
 
-const answerOrder = (a: AnswerRow, b: AnswerRow) => {
+type Ordered = Pick<AnswerRow, "questionId" | "type" | "position">
+
+const answerOrder = (a: Ordered, b: Ordered) => {
   // Answers in question order; answers to deleted questions last.
   const pa = a.type === null || a.type === "section" ? Number.POSITIVE_INFINITY : a.position ?? 0
   const pb = b.type === null || b.type === "section" ? Number.POSITIVE_INFINITY : b.position ?? 0
   return pa === pb ? (a.questionId < b.questionId ? -1 : a.questionId > b.questionId ? 1 : 0) : pa - pb
 }
 
-const toAnswer = (row: AnswerRow): Answer => {
-  const live = row.type !== null && row.type !== "section"
-  return new Answer({
-    fieldId: live ? row.questionId : null,
-    type: live ? row.type as QuestionType : null,
-    value: row.value,
-    values: row.values
-  }, { disableValidation: true })
-}
-
-/** Assembles API responses from rows and their answers, answers in question order. */
-export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArray<AnswerRow>) => {
-  const byResponse = new Map<string, Array<AnswerRow>>()
+/** A response's answers in question order, by response id. */
+const answersByResponse = <A extends Ordered & { readonly responseId: string }>(answers: ReadonlyArray<A>) => {
+  const byResponse = new Map<string, Array<A>>()
   for (const answer of answers) {
     const list = byResponse.get(answer.responseId)
     if (list === undefined) byResponse.set(answer.responseId, [answer])
     else list.push(answer)
   }
-  return rows.map((row) =>
-    new SurveyResponse({
-      id: row.id,
-      surveyId: row.surveyId,
-      externalUserId: row.externalUserId,
-      completed: row.completedAt !== null,
-      completedAt: row.completedAt,
-      createdAt: row.createdAt,
-      answers: (byResponse.get(row.id) ?? []).sort(answerOrder).map(toAnswer)
+  for (const list of byResponse.values()) list.sort(answerOrder)
+  return byResponse
+}
+
+const liveType = (type: AnswerRow["type"]): QuestionType | null => type === null || type === "section" ? null : type
+
+/** One response in wire form, its answers already in order; `valuesOf` reads an answer's values. */
+const responseWire = <A extends Ordered>(
+  row: ResponseRow,
+  answers: ReadonlyArray<A & { readonly value: string }>,
+  valuesOf: (answer: A) => ReadonlyArray<string>
+): typeof SurveyResponse.Encoded => ({
+  id: row.id,
+  surveyId: row.surveyId,
+  externalUserId: row.externalUserId,
+  completed: row.completedAt !== null,
+  completedAt: row.completedAt,
+  createdAt: row.createdAt,
+  answers: answers.map((a) => {
+    const type = liveType(a.type)
+    return { fieldId: type === null ? null : a.questionId, type, value: a.value, values: valuesOf(a) }
+  })
+})
+
+/** Assembles API responses from rows and their answers, answers in question order. */
+export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArray<AnswerRow>) => {
+  const byResponse = answersByResponse(answers)
+  return rows.map((row) => {
+    const wire = responseWire(row, byResponse.get(row.id) ?? [], (a) => a.values)
+    return new SurveyResponse({
+      ...wire,
+      answers: wire.answers.map((a) => new Answer(a, { disableValidation: true }))
     }, { disableValidation: true })
-  )
+  })
+}
+
+/**
+ * An answer row for the list's wire path: `values` stays the stored JSON text until it is
+ * written out, which spares a schema transformation per answer on the hottest read.
+ */
+const AnswerWireRow = Schema.Struct({ ...AnswerRow.fields, values: Schema.String })
+type AnswerWireRow = typeof AnswerWireRow.Type
+
+const isValues = Schema.is(Schema.Array(Schema.String))
+
+const storedValues = (row: AnswerWireRow): ReadonlyArray<string> => {
+  const parsed: unknown = JSON.parse(row.values)
+  if (!isValues(parsed)) throw new Error(`answer ${row.responseId}/${row.questionId}: stored values are not a list`)
+  return parsed
+}
+
+/** The wire form of `assemble`, for answers that skip re-encoding (see Http/PreEncoded). */
+export const assembleWire = (
+  rows: ReadonlyArray<ResponseRow>,
+  answers: ReadonlyArray<AnswerWireRow>
+): Array<typeof SurveyResponse.Encoded> => {
+  const byResponse = answersByResponse(answers)
+  return rows.map((row) => responseWire(row, byResponse.get(row.id) ?? [], storedValues))
 }
 
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {
@@ -124,6 +163,19 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         ? Effect.succeed([])
         : Effect.map(answersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assemble(rows, answers))
 
+    // Column names given in camelCase, so the client's per-row name transform is skipped.
+    const raw = sql.withoutTransforms()
+    const wireAnswersOf = SqlSchema.findAll({
+      Request: Schema.Struct({ surveyId: Schema.String, ids: Schema.Array(Schema.String) }),
+      Result: AnswerWireRow,
+      execute: (r) =>
+        raw`SELECT a.response_id AS "responseId", a.question_id AS "questionId", a.value, a."values",
+                   CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
+            FROM answers a
+            LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ${r.surveyId}
+            WHERE a.response_id IN ${raw.in(r.ids)}`
+    })
+
     return {
       /** One page in `createdAt, id` order, with one extra row to tell whether more follow. */
       list: (req: ListResponses) =>
@@ -137,6 +189,12 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         }).pipe(Effect.orDie, Effect.withSpan("ResponseRepo.list")),
       withAnswers: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
         withAnswers(surveyId, rows).pipe(Effect.orDie, Effect.withSpan("ResponseRepo.withAnswers")),
+      /** `withAnswers` in wire form, for answers that skip re-encoding. */
+      withAnswersWire: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
+        (rows.length === 0
+          ? Effect.succeed([])
+          : Effect.map(wireAnswersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assembleWire(rows, answers)))
+          .pipe(Effect.orDie, Effect.withSpan("ResponseRepo.withAnswersWire")),
       findById: (surveyId: string, id: string) =>
         findOne({ surveyId, id }).pipe(
           Effect.flatMap(Option.match({

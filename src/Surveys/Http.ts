@@ -3,6 +3,9 @@ import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
+import { Survey } from "../Domain/Survey.js"
+import { preEncoded } from "../Http/PreEncoded.js"
+import { SurveyPage } from "./Api.js"
 import { SurveyAccess } from "./SurveyAccess.js"
 import { SurveyRepo } from "./SurveyRepo.js"
 
@@ -25,13 +28,13 @@ export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
             : yield* repo.list({ workspaceId: key.workspaceId, surveyIds, after, limit: limit + 1 })
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
-          return {
-            data: page.map((row) => row.toApi()),
+          return preEncoded(SurveyPage, {
+            data: page.map((row) => row.toWire()),
             nextCursor: rows.length > limit && last !== undefined
               ? encodeCursor({ key: last.updatedAt, id: last.id }, fingerprint)
               : null
-          }
+          })
         }))
-      .handle("get", ({ path }) => Effect.map(access.require(path.id), (row) => row.toApi()))
+      .handle("get", ({ path }) => Effect.map(access.require(path.id), (row) => preEncoded(Survey, row.toWire())))
   })
 )

@@ -16,7 +16,11 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
   updatedAt: Schema.String
 }) {
   toApi(): Survey {
-    return new Survey({
+    return new Survey(this.toWire(), { disableValidation: true })
+  }
+  /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */
+  toWire(): typeof Survey.Encoded {
+    return {
       id: this.id,
       title: this.title,
       description: this.description,
@@ -26,7 +30,7 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
       responseCount: this.responseCount,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt
-    }, { disableValidation: true })
+    }
   }
 }
 

@@ -1,0 +1,388 @@
+/**
+ * The raw baseline of the read benchmark: plain `Bun.serve` + `bun:sqlite`, no Effect.
+ *
+ * It does the per-request work the service does, honestly, so that the ratio measures the
+ * framework and not a shortcut: SHA-256 of the bearer token and the key lookup with the creator's
+ * membership and the owner's plan, the survey access rules of decisions §3, the same queries, the
+ * same JSON bytes and the same headers (including `x-request-id`).
+ *
+ * Usage: bun scripts/bench/baseline.ts --port 8081 --db path/to/survey.db
+ */
+import { Database, type Statement } from "bun:sqlite"
+import { parseArgs } from "node:util"
+import { hashToken } from "../../src/Auth/Token.js"
+import { randomBase62 } from "../../src/Domain/Ids.js"
+
+interface Key {
+  readonly id: string
+  readonly workspaceId: string
+  readonly accountId: string
+  readonly surveyIds: ReadonlySet<string> | null
+  readonly planId: string
+}
+
+/**
+ * Quota counting hook: called for every authenticated request that passed the plan gate, before
+ * the handler, exactly where the service's limiter counts. It counts nothing yet; when the
+ * service's quota limiter is in place, this does the same counting (same table, same durability
+ * bound) and adds the same RateLimit-* headers, so the comparison stays fair.
+ */
+const countRequest = (_key: Key): Record<string, string> => ({})
+
+const { values: args } = parseArgs({
+  options: { port: { type: "string", default: "8081" }, db: { type: "string" } },
+  strict: true
+})
+if (args.db === undefined) throw new Error("--db is required")
+
+const db = new Database(args.db, { readwrite: true, create: false })
+db.exec("PRAGMA journal_mode = WAL")
+db.exec("PRAGMA synchronous = NORMAL")
+db.exec("PRAGMA busy_timeout = 5000")
+
+const keyByHash = db.query<{
+  id: string
+  workspace_id: string
+  created_by: string
+  survey_ids: string | null
+  role: string | null
+  api_access: number
+  plan_id: string
+}, [string]>(
+  `SELECT k.id, k.workspace_id, k.created_by, k.survey_ids, m.role,
+          op.api_access, cp.id AS plan_id, cp.burst_limit, cp.burst_window_minutes,
+          cp.daily_limit, cp.monthly_limit
+   FROM api_keys k
+   JOIN workspaces w ON w.id = k.workspace_id
+   JOIN accounts o ON o.id = w.owner_account_id
+   JOIN plans op ON op.id = o.plan_id
+   JOIN accounts c ON c.id = k.created_by
+   JOIN plans cp ON cp.id = c.plan_id
+   LEFT JOIN members m ON m.workspace_id = k.workspace_id AND m.account_id = k.created_by
+   WHERE k.token_hash = ? AND k.revoked = 0`
+)
+
+interface SurveyRow {
+  id: string
+  workspace_id: string
+  title: string
+  description: string | null
+  status: string
+  trashed: number
+  question_count: number
+  response_count: number
+  created_at: string
+  updated_at: string
+}
+const surveyColumns =
+  "id, workspace_id, title, description, status, trashed, question_count, response_count, created_at, updated_at"
+const surveyById = db.query<SurveyRow, [string]>(`SELECT ${surveyColumns} FROM surveys WHERE id = ?`)
+
+const questionsOf = db.query<{
+  id: string
+  type: string
+  label: string
+  required: number
+  allow_multiple: number
+  position: number
+  options: string
+}, [string]>(
+  `SELECT id, survey_id, type, label, required, allow_multiple, position, options, settings, deleted
+   FROM questions WHERE survey_id = ? AND deleted = 0
+   ORDER BY position, id`
+)
+
+interface ResponseRow {
+  id: string
+  survey_id: string
+  external_user_id: string | null
+  completed_at: string | null
+  created_at: string
+}
+interface AnswerRow {
+  response_id: string
+  question_id: string
+  value: string
+  values: string
+  type: string | null
+  position: number | null
+}
+
+/** Statements prepared once per shape; `bun:sqlite` caches `query()` by text as well. */
+const prepared = new Map<string, Statement>()
+const statement = <Row>(text: string) => {
+  let found = prepared.get(text)
+  if (found === undefined) {
+    found = db.prepare(text)
+    prepared.set(text, found)
+  }
+  return found as Statement<Row, Array<string | number>>
+}
+
+const json = (status: number, body: string, requestId: string, extra: Record<string, string> = {}) =>
+  new Response(body, {
+    status,
+    headers: { "Content-Type": "application/json", "x-request-id": requestId, ...extra }
+  })
+
+const error = (status: number, code: string, message: string, requestId: string, extra?: Record<string, string>) =>
+  json(status, JSON.stringify({ code, message }), requestId, extra)
+
+class Answered extends Error {
+  constructor(readonly response: Response) {
+    super("answered")
+  }
+}
+
+const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
+const tokenShape = /^[A-Za-z0-9_\-]{8,200}$/
+
+const authenticate = (request: Request, requestId: string): Key => {
+  const raw = (request.headers.get("authorization") ?? "").slice("Bearer ".length).trim()
+  const unauthorized = (message: string) => new Answered(error(401, "unauthorized", message, requestId))
+  if (!tokenShape.test(raw)) throw unauthorized("Send an API key as `Authorization: Bearer <API_KEY>`.")
+  const row = keyByHash.get(hashToken(raw))
+  if (row === null) throw unauthorized("The API key is not valid or has been revoked.")
+  if (row.role === null) throw unauthorized("The API key's creator no longer has access to the workspace.")
+  if (row.api_access === 0) {
+    throw new Answered(
+      error(403, "plan_upgrade_required", "The workspace owner's plan does not include API access.", requestId)
+    )
+  }
+  const ids: unknown = row.survey_ids === null ? null : JSON.parse(row.survey_ids)
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    accountId: row.created_by,
+    surveyIds: Array.isArray(ids) ? new Set(ids.map(String)) : null,
+    planId: row.plan_id
+  }
+}
+
+const requireSurvey = (key: Key, surveyId: string, requestId: string): SurveyRow => {
+  const row = surveyById.get(surveyId)
+  if (row === null || row.workspace_id !== key.workspaceId || row.trashed !== 0) {
+    throw new Answered(
+      error(404, "not_found", `No survey with id ${JSON.stringify(surveyId.slice(0, 64))}.`, requestId)
+    )
+  }
+  if (key.surveyIds !== null && !key.surveyIds.has(surveyId)) {
+    throw new Answered(error(403, "forbidden", "This API key is limited to other surveys.", requestId))
+  }
+  return row
+}
+
+const surveyJson = (r: SurveyRow) =>
+  `{"id":${JSON.stringify(r.id)},"title":${JSON.stringify(r.title)},"description":${
+    JSON.stringify(r.description)
+  },"status":${JSON.stringify(r.status)},"published":${r.status === "published"},"questionCount":${r.question_count},"responseCount":${r.response_count},"createdAt":${
+    JSON.stringify(r.created_at)
+  },"updatedAt":${JSON.stringify(r.updated_at)}}`
+
+const invalid = (requestId: string, path: string, message: string) =>
+  new Answered(json(
+    400,
+    JSON.stringify({ code: "invalid_request", message: `Invalid \`${path}\`: ${message}`, issues: [{ path, message }] }),
+    requestId
+  ))
+
+const limitOf = (params: URLSearchParams, requestId: string) => {
+  const raw = params.get("limit")
+  if (raw === null) return 25
+  const n = Number(raw)
+  if (raw.trim() === "" || !Number.isInteger(n) || n < 1 || n > 100) {
+    throw invalid(requestId, "limit", "limit must be a whole number from 1 to 100")
+  }
+  return n
+}
+
+const encodeCursor = (key: string, id: string, fingerprint: string) =>
+  Buffer.from(JSON.stringify({ k: key, i: id, f: fingerprint })).toString("base64url")
+
+const decodeCursor = (params: URLSearchParams, fingerprint: string, requestId: string) => {
+  const raw = params.get("cursor")
+  if (raw === null) return null
+  const refuse = () =>
+    new Answered(json(
+      400,
+      JSON.stringify({
+        code: "invalid_request",
+        message: "The cursor is not valid for this list; use a nextCursor from the same request.",
+        issues: [{ path: "cursor", message: "not a cursor issued for this list and filter" }]
+      }),
+      requestId
+    ))
+  if (!/^[A-Za-z0-9_-]{1,2048}$/.test(raw)) throw refuse()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"))
+  } catch {
+    throw refuse()
+  }
+  if (
+    typeof parsed !== "object" || parsed === null || !("k" in parsed) || !("i" in parsed) || !("f" in parsed) ||
+    typeof parsed.k !== "string" || typeof parsed.i !== "string" || parsed.f !== fingerprint
+  ) throw refuse()
+  return { key: parsed.k, id: parsed.i }
+}
+
+const isoWithOffset = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i
+
+const listSurveys = (key: Key, params: URLSearchParams, requestId: string) => {
+  const limit = limitOf(params, requestId)
+  const fingerprint = `surveys:${key.workspaceId}`
+  const after = decodeCursor(params, fingerprint, requestId)
+  const ids = key.surveyIds === null ? null : [...key.surveyIds]
+  let rows: Array<SurveyRow> = []
+  if (ids === null || ids.length > 0) {
+    const text = `SELECT ${surveyColumns} FROM surveys WHERE workspace_id = ? AND trashed = 0` +
+      (ids === null ? "" : ` AND id IN (${ids.map(() => "?").join(", ")})`) +
+      (after === null ? "" : " AND (updated_at, id) < (?, ?)") +
+      " ORDER BY updated_at DESC, id DESC LIMIT ?"
+    rows = statement<SurveyRow>(text).all(
+      key.workspaceId,
+      ...(ids ?? []),
+      ...(after === null ? [] : [after.key, after.id]),
+      limit + 1
+    )
+  }
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  const next = rows.length > limit && last !== undefined ? encodeCursor(last.updated_at, last.id, fingerprint) : null
+  return `{"data":[${page.map(surveyJson).join(",")}],"nextCursor":${JSON.stringify(next)}}`
+}
+
+const listQuestions = (surveyId: string) => {
+  const out: Array<string> = []
+  for (const q of questionsOf.all(surveyId)) {
+    if (q.type === "section") continue
+    const options = (JSON.parse(q.options) as Array<{ value: string; label: string }>)
+      .map((o) => `{"value":${JSON.stringify(o.value)},"label":${JSON.stringify(o.label)}}`)
+    out.push(
+      `{"id":${JSON.stringify(q.id)},"type":${JSON.stringify(q.type)},"label":${
+        JSON.stringify(q.label)
+      },"required":${q.required !== 0},"allowMultiple":${q.allow_multiple !== 0},"order":${q.position},"options":[${
+        options.join(",")
+      }]}`
+    )
+  }
+  return `{"data":[${out.join(",")}]}`
+}
+
+const rank = (a: AnswerRow) =>
+  a.type === null || a.type === "section" ? Number.POSITIVE_INFINITY : a.position ?? 0
+
+const responsesJson = (surveyId: string, rows: ReadonlyArray<ResponseRow>): Array<string> => {
+  if (rows.length === 0) return []
+  const answers = statement<AnswerRow>(
+    `SELECT a.response_id, a.question_id, a.value, a."values",
+            CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
+     FROM answers a
+     LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ?
+     WHERE a.response_id IN (${rows.map(() => "?").join(", ")})`
+  ).all(surveyId, ...rows.map((r) => r.id))
+  const byResponse = new Map<string, Array<AnswerRow>>()
+  for (const a of answers) {
+    const list = byResponse.get(a.response_id)
+    if (list === undefined) byResponse.set(a.response_id, [a])
+    else list.push(a)
+  }
+  return rows.map((r) => {
+    const own = (byResponse.get(r.id) ?? []).sort((a, b) =>
+      rank(a) - rank(b) || (a.question_id < b.question_id ? -1 : a.question_id > b.question_id ? 1 : 0)
+    )
+    const answerJson = own.map((a) => {
+      const live = a.type !== null && a.type !== "section"
+      return `{"fieldId":${live ? JSON.stringify(a.question_id) : "null"},"type":${
+        live ? JSON.stringify(a.type) : "null"
+      },"value":${JSON.stringify(a.value)},"values":${JSON.stringify(JSON.parse(a.values))}}`
+    })
+    return `{"id":${JSON.stringify(r.id)},"surveyId":${JSON.stringify(r.survey_id)},"externalUserId":${
+      JSON.stringify(r.external_user_id)
+    },"completed":${r.completed_at !== null},"completedAt":${JSON.stringify(r.completed_at)},"createdAt":${
+      JSON.stringify(r.created_at)
+    },"answers":[${answerJson.join(",")}]}`
+  })
+}
+
+const responseColumns = "id, survey_id, external_user_id, completed_at, created_at"
+
+const listResponses = (surveyId: string, params: URLSearchParams, requestId: string) => {
+  const limit = limitOf(params, requestId)
+  const status = params.get("status") ?? "all"
+  if (status !== "all" && status !== "completed" && status !== "incomplete") {
+    throw invalid(requestId, "status", `Expected "all" | "completed" | "incomplete", actual ${JSON.stringify(status)}`)
+  }
+  const createdAfterRaw = params.get("createdAfter")
+  let createdAfter: string | null = null
+  if (createdAfterRaw !== null) {
+    const millis = isoWithOffset.test(createdAfterRaw) ? Date.parse(createdAfterRaw) : Number.NaN
+    if (!Number.isFinite(millis)) {
+      throw invalid(requestId, "createdAfter", "expected an ISO 8601 timestamp with an offset, like 2026-01-31T12:00:00Z")
+    }
+    createdAfter = new Date(millis).toISOString()
+  }
+  const fingerprint = `responses:${surveyId}:${status}:${createdAfter ?? ""}`
+  const after = decodeCursor(params, fingerprint, requestId)
+  const text = `SELECT ${responseColumns} FROM responses WHERE survey_id = ?` +
+    (status === "all" ? "" : " AND completed = ?") +
+    (createdAfter === null ? "" : " AND created_at >= ?") +
+    (after === null ? "" : " AND (created_at, id) > (?, ?)") +
+    " ORDER BY created_at, id LIMIT ?"
+  const rows = statement<ResponseRow>(text).all(
+    surveyId,
+    ...(status === "all" ? [] : [status === "completed" ? 1 : 0]),
+    ...(createdAfter === null ? [] : [createdAfter]),
+    ...(after === null ? [] : [after.key, after.id]),
+    limit + 1
+  )
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  const next = rows.length > limit && last !== undefined ? encodeCursor(last.created_at, last.id, fingerprint) : null
+  return `{"data":[${responsesJson(surveyId, page).join(",")}],"nextCursor":${JSON.stringify(next)}}`
+}
+
+const responseById = db.query<ResponseRow, [string, string]>(
+  `SELECT ${responseColumns} FROM responses WHERE id = ? AND survey_id = ?`
+)
+
+const route = (request: Request, url: URL, requestId: string): Response => {
+  const path = url.pathname
+  if (path === "/healthz" && request.method === "GET") return json(200, `{"status":"ok"}`, requestId)
+  const parts = path.startsWith("/api/v1/surveys") ? path.slice("/api/v1/".length).split("/") : []
+  if (request.method !== "GET" || parts.length === 0 || parts.length > 4 || parts.some((p) => p === "")) {
+    return error(404, "not_found", `No route for ${request.method} ${path}.`, requestId)
+  }
+  const key = authenticate(request, requestId)
+  const headers = countRequest(key)
+  const ok = (body: string) => json(200, body, requestId, headers)
+  const surveyId = parts[1] === undefined ? undefined : decodeURIComponent(parts[1])
+  if (surveyId === undefined) return ok(listSurveys(key, url.searchParams, requestId))
+  const survey = requireSurvey(key, surveyId, requestId)
+  if (parts.length === 2) return ok(surveyJson(survey))
+  if (parts[2] === "questions" && parts.length === 3) return ok(listQuestions(surveyId))
+  if (parts[2] === "responses" && parts.length === 3) return ok(listResponses(surveyId, url.searchParams, requestId))
+  if (parts[2] === "responses" && parts[3] !== undefined) {
+    const row = responseById.get(decodeURIComponent(parts[3]), surveyId)
+    if (row === null) return error(404, "not_found", "No response with that id in this survey.", requestId, headers)
+    return ok(responsesJson(surveyId, [row])[0] ?? "")
+  }
+  return error(404, "not_found", `No route for ${request.method} ${path}.`, requestId)
+}
+
+const server = Bun.serve({
+  hostname: "127.0.0.1",
+  port: Number(args.port),
+  fetch(request) {
+    const incoming = request.headers.get("x-request-id")
+    const requestId = incoming !== null && requestIdPattern.test(incoming) ? incoming : `req_${randomBase62(16)}`
+    try {
+      return route(request, new URL(request.url), requestId)
+    } catch (e) {
+      if (e instanceof Answered) return e.response
+      console.error(e)
+      return error(500, "internal_error", "The service failed to answer this request; it has been logged.", requestId)
+    }
+  }
+})
+console.log(`baseline listening on http://127.0.0.1:${server.port}`)

@@ -1,0 +1,424 @@
+/**
+ * `bun run bench:read`: the read path of the compiled service against the raw baseline
+ * (scripts/bench/baseline.ts), side by side in one run on one dataset.
+ *
+ * Flags: --large (500 × 2,000 responses instead of 50 × 2,000), --fresh (rebuild the cached
+ * dataset), --seconds N (5), --rounds N (3), --connections N (32), --no-write (leave
+ * docs/performance.md alone).
+ *
+ * It prints figures and never fails on timing: the machines are shared and noisy.
+ */
+import { createHash } from "node:crypto"
+import { cpus, tmpdir } from "node:os"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { BENCH_TOKEN, DEEP_SURVEY, DEEP_TOKEN, deepPosition, surveyId, writeDataset } from "./Dataset.js"
+
+const { values: flags } = parseArgs({
+  options: {
+    large: { type: "boolean", default: false },
+    fresh: { type: "boolean", default: false },
+    seconds: { type: "string", default: "5" },
+    rounds: { type: "string", default: "3" },
+    connections: { type: "string", default: "32" },
+    "no-write": { type: "boolean", default: false }
+  },
+  strict: true
+})
+
+const root = join(import.meta.dir, "..", "..")
+const binary = join(root, "dist", "survey-service")
+const seconds = Number(flags.seconds)
+const rounds = Number(flags.rounds)
+const connections = Number(flags.connections)
+const dataset = { surveys: flags.large ? 500 : 50, responsesPerSurvey: 2_000, deepResponses: 250_025 }
+
+/** The endpoints under load; adding one is one line. */
+const endpoints: ReadonlyArray<{ readonly name: string; readonly path: string; readonly token?: string }> = [
+  { name: "GET /surveys/{id}", path: `/api/v1/surveys/${surveyId(1)}` },
+  { name: "GET /surveys?limit=25", path: "/api/v1/surveys?limit=25" },
+  { name: "GET /surveys/{id}/questions", path: `/api/v1/surveys/${surveyId(1)}/questions` },
+  { name: "GET /surveys/{id}/responses?limit=100", path: `/api/v1/surveys/${surveyId(1)}/responses?limit=100` }
+]
+
+// Page 10,000 at the default page size (25): the cursor after the 249,975th response.
+const deepCursor = (() => {
+  const p = deepPosition(9_999 * 25)
+  return Buffer.from(JSON.stringify({ k: p.key, i: p.id, f: `responses:${DEEP_SURVEY}:all:` })).toString("base64url")
+})()
+const depth = [
+  { name: "responses page 1", path: `/api/v1/surveys/${DEEP_SURVEY}/responses?limit=25`, token: DEEP_TOKEN },
+  {
+    name: "responses page 10,000",
+    path: `/api/v1/surveys/${DEEP_SURVEY}/responses?limit=25&cursor=${deepCursor}`,
+    token: DEEP_TOKEN
+  }
+] as const
+
+// ---------------------------------------------------------------------------------------------
+
+const children = new Set<ReturnType<typeof Bun.spawn>>()
+const stopAll = () => {
+  for (const child of children) child.kill()
+  children.clear()
+}
+process.on("SIGINT", () => {
+  stopAll()
+  process.exit(130)
+})
+
+const run = (cmd: Array<string>, cwd = root) => {
+  const result = Bun.spawnSync(cmd, { cwd, stdout: "pipe", stderr: "pipe" })
+  if (result.exitCode !== 0) {
+    throw new Error(`${cmd.join(" ")} failed (${result.exitCode}):\n${result.stderr.toString()}${result.stdout.toString()}`)
+  }
+  return result.stdout.toString()
+}
+
+const freePort = () => {
+  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() })
+  const port = probe.port
+  probe.stop(true)
+  if (port === undefined) throw new Error("no free port")
+  return port
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Polls until `path` answers 200 (bounded: 20 s); returns the milliseconds since `since`. */
+const waitFor = async (port: number, path: string, token: string, since: number, alive: () => boolean) => {
+  const deadline = since + 20_000
+  while (performance.now() < deadline) {
+    if (!alive()) throw new Error(`the server for port ${port} exited before answering`)
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${token}` } })
+      await res.arrayBuffer()
+      if (res.status === 200) return performance.now() - since
+    } catch {
+      // not listening yet
+    }
+    await sleep(2)
+  }
+  throw new Error(`port ${port} did not answer ${path} within 20 s`)
+}
+
+interface Server {
+  readonly name: string
+  readonly port: number
+  readonly pid: number
+  readonly startMs: number
+}
+
+const start = async (name: string, cmd: Array<string>, port: number): Promise<Server> => {
+  const t0 = performance.now()
+  const child = Bun.spawn(cmd, {
+    cwd: root,
+    stdout: "ignore",
+    stderr: "inherit",
+    env: { ...process.env, LOG_FORMAT: "json" }
+  })
+  children.add(child)
+  const startMs = await waitFor(port, endpoints[0]!.path, BENCH_TOKEN, t0, () => child.exitCode === null)
+  return { name, port, pid: child.pid, startMs }
+}
+
+const stop = async (server: Server) => {
+  for (const child of children) {
+    if (child.pid === server.pid) {
+      child.kill()
+      await child.exited
+      children.delete(child)
+    }
+  }
+}
+
+const status = (pid: number, field: "VmHWM" | "VmRSS") => {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith(`${field}:`))
+  const kb = Number(line?.replace(/[^0-9]/g, "") ?? Number.NaN)
+  return kb / 1024
+}
+
+/** Resets the peak RSS (VmHWM) to the current RSS, so that each endpoint gets its own peak. */
+const resetPeak = (pid: number) => {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5")
+    return true
+  } catch {
+    return false
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const prepareDatabase = async () => {
+  const stamp = createHash("sha256")
+    .update(readFileSync(join(import.meta.dir, "Dataset.ts")))
+    .update(JSON.stringify(dataset))
+    .digest("hex")
+    .slice(0, 12)
+  const dir = join(root, ".bench")
+  mkdirSync(dir, { recursive: true })
+  const db = join(dir, `read-${dataset.surveys}x${dataset.responsesPerSurvey}-${stamp}.db`)
+  if (existsSync(db) && !flags.fresh) {
+    console.log(`dataset: ${db} (cached; --fresh rebuilds it)`)
+    return db
+  }
+  const work = mkdtempSync(join(tmpdir(), "bench-read-"))
+  try {
+    const t0 = performance.now()
+    const files = await writeDataset(work, dataset)
+    const t1 = performance.now()
+    const scratch = join(work, "survey.db")
+    for (const file of files) run([binary, "import", file, "--db", scratch])
+    run([binary, "migrate", "--db", scratch])
+    const t2 = performance.now()
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(db + suffix, { force: true })
+    // Checkpoint so that the copy is one self-contained file.
+    const { Database } = await import("bun:sqlite")
+    const handle = new Database(scratch)
+    handle.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+    handle.close()
+    renameSync(scratch, db)
+    console.log(
+      `dataset: generated ${files.length} fixture files in ${((t1 - t0) / 1000).toFixed(1)} s, ` +
+        `imported with \`survey-service import\` in ${((t2 - t1) / 1000).toFixed(1)} s -> ${db}`
+    )
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+  return db
+}
+
+interface Answer {
+  readonly status: number
+  readonly body: string
+  readonly headers: ReadonlyArray<string>
+  readonly echoed: string | null
+}
+
+const fetchOnce = async (port: number, path: string, token: string): Promise<Answer> => {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    headers: { authorization: `Bearer ${token}`, "x-request-id": "bench-check-0001" }
+  })
+  const body = await res.text()
+  const headers = [...res.headers.keys()].filter((h) => h !== "date").map((h) =>
+    h === "x-request-id" ? h : `${h}: ${res.headers.get(h)}`
+  ).sort()
+  return { status: res.status, body, headers, echoed: res.headers.get("x-request-id") }
+}
+
+/** Both servers must answer the same status, headers and JSON bytes before either is loaded. */
+const verify = async (project: Server, baseline: Server) => {
+  for (const e of [...endpoints, ...depth]) {
+    const token = e.token ?? BENCH_TOKEN
+    const a = await fetchOnce(project.port, e.path, token)
+    const b = await fetchOnce(baseline.port, e.path, token)
+    const problems: Array<string> = []
+    if (a.status !== 200 || b.status !== 200) problems.push(`status ${a.status} vs ${b.status}`)
+    if (a.body !== b.body) {
+      const at = [...a.body].findIndex((c, i) => c !== b.body[i])
+      problems.push(`bodies differ at byte ${at}: ${a.body.slice(at, at + 80)} | ${b.body.slice(at, at + 80)}`)
+    }
+    if (a.headers.join("\n") !== b.headers.join("\n")) problems.push(`headers ${a.headers} vs ${b.headers}`)
+    if (a.echoed !== "bench-check-0001" || b.echoed !== "bench-check-0001") problems.push("x-request-id not echoed")
+    if (problems.length > 0) throw new Error(`${e.name}: the servers disagree: ${problems.join("; ")}`)
+    console.log(`check: ${e.name}: identical, ${a.body.length} bytes`)
+  }
+}
+
+interface Load {
+  readonly rps: number
+  /** CPU time (user + system) of the server per answered request, in microseconds. */
+  readonly cpuUs: number
+  readonly p99: number
+  readonly errors: number
+}
+
+const toMs = (value: string) => {
+  const n = Number.parseFloat(value)
+  return value.endsWith("us") ? n / 1000 : value.endsWith("ms") ? n : value.endsWith("s") ? n * 1000 : n
+}
+
+/** User + system CPU time of a process so far, in microseconds (fields 14 and 15 of /proc/PID/stat). */
+const cpuTime = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
+  // After the command name, utime and stime are the 12th and 13th fields, in clock ticks (100 Hz).
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+const wrk = (server: Server, path: string, token: string, duration: number): Load => {
+  const port = server.port
+  const cpuBefore = cpuTime(server.pid)
+  const out = run([
+    "/usr/bin/wrk",
+    "-t2",
+    `-c${connections}`,
+    `-d${duration}s`,
+    "--latency",
+    "-H",
+    `Authorization: Bearer ${token}`,
+    `http://127.0.0.1:${port}${path}`
+  ])
+  const cpu = cpuTime(server.pid) - cpuBefore
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1])
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
+  const p99 = /\s99%\s+([\d.]+\w+)/.exec(out)?.[1]
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0)
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)
+  const errors = non2xx + (socket === null ? 0 : socket.slice(1).reduce((n, s) => n + Number(s), 0))
+  if (!Number.isFinite(rps) || p99 === undefined) throw new Error(`could not read wrk's output:\n${out}`)
+  return { rps, cpuUs: cpu / requests, p99: toMs(p99), errors }
+}
+
+const median = (xs: ReadonlyArray<number>) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(s.length / 2)
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+interface Row {
+  readonly name: string
+  readonly project: { rps: number; cpuUs: number; p99: number; rss: number; errors: number }
+  readonly baseline: { rps: number; cpuUs: number; p99: number; rss: number; errors: number }
+}
+
+/** A/B/A/B: each round loads the project, then the baseline, after one short warm-up of each. */
+const measure = (project: Server, baseline: Server, e: { name: string; path: string; token?: string }): Row => {
+  const token = e.token ?? BENCH_TOKEN
+  resetPeak(project.pid)
+  resetPeak(baseline.pid)
+  wrk(project, e.path, token, 1)
+  wrk(baseline, e.path, token, 1)
+  const a: Array<Load> = []
+  const b: Array<Load> = []
+  for (let round = 0; round < rounds; round++) {
+    a.push(wrk(project, e.path, token, seconds))
+    b.push(wrk(baseline, e.path, token, seconds))
+  }
+  const summary = (loads: ReadonlyArray<Load>, server: Server) => ({
+    rps: median(loads.map((l) => l.rps)),
+    cpuUs: median(loads.map((l) => l.cpuUs)),
+    p99: median(loads.map((l) => l.p99)),
+    rss: status(server.pid, "VmHWM"),
+    errors: loads.reduce((n, l) => n + l.errors, 0)
+  })
+  const row = { name: e.name, project: summary(a, project), baseline: summary(b, baseline) }
+  console.log(
+    `${e.name}: project ${a.map((l) => l.rps.toFixed(0)).join("/")} req/s, ` +
+      `baseline ${b.map((l) => l.rps.toFixed(0)).join("/")} req/s`
+  )
+  return row
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+
+const table = (rows: ReadonlyArray<Row>) => [
+  "| endpoint | project req/s | baseline req/s | ratio | project CPU µs/req | baseline CPU µs/req | CPU ratio | project p99 ms | baseline p99 ms | project peak RSS MB | baseline peak RSS MB | RSS ratio |",
+  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ...rows.map((r) =>
+    `| ${r.name} | ${fmt(r.project.rps)} | ${fmt(r.baseline.rps)} | ${fmt(r.project.rps / r.baseline.rps, 2)} | ${
+      fmt(r.project.cpuUs)
+    } | ${fmt(r.baseline.cpuUs)} | ${fmt(r.baseline.cpuUs / r.project.cpuUs, 2)} | ${
+      fmt(r.project.p99, 2)
+    } | ${fmt(r.baseline.p99, 2)} | ${fmt(r.project.rss)} | ${fmt(r.baseline.rss)} | ${
+      fmt(r.project.rss / r.baseline.rss, 2)
+    } |${r.project.errors + r.baseline.errors > 0 ? ` (non-2xx/socket errors: ${r.project.errors}/${r.baseline.errors})` : ""}`
+  )
+]
+
+// ---------------------------------------------------------------------------------------------
+
+const startServers = async (db: string) => {
+  const projectPort = freePort()
+  const project = await start("project", [binary, "serve", "--port", String(projectPort), "--db", db], projectPort)
+  const baselinePort = freePort()
+  const baseline = await start(
+    "baseline",
+    ["bun", join(import.meta.dir, "baseline.ts"), "--port", String(baselinePort), "--db", db],
+    baselinePort
+  )
+  return { project, baseline }
+}
+
+const main = async () => {
+  console.log("building the binary (bun run build)")
+  run(["bun", "run", "build"])
+  const db = await prepareDatabase()
+
+  // Start to first answered API request, three times each, alternating; medians reported.
+  const startMs = { project: [] as Array<number>, baseline: [] as Array<number> }
+  for (let i = 0; i < 3; i++) {
+    const { baseline, project } = await startServers(db)
+    startMs.project.push(project.startMs)
+    startMs.baseline.push(baseline.startMs)
+    await stop(project)
+    await stop(baseline)
+  }
+
+  const { baseline, project } = await startServers(db)
+  await verify(project, baseline)
+  const peakPerEndpoint = resetPeak(project.pid) && resetPeak(baseline.pid)
+  const rows = endpoints.map((e) => measure(project, baseline, e))
+  const deep = depth.map((e) => measure(project, baseline, e))
+  const [page1, page10k] = deep
+  stopAll()
+
+  const lines = [
+    `Measured ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC on ${cpus().length} cores ` +
+      `(${cpus()[0]?.model.trim() ?? "unknown CPU"}), Bun ${Bun.version}. Dataset: ${dataset.surveys} surveys × ` +
+      `${fmt(dataset.responsesPerSurvey)} responses (ten questions of every type, plus a section), and one survey ` +
+      `of ${fmt(dataset.deepResponses)} responses for the cursor depth test. Load: wrk, 2 threads, ${connections} ` +
+      `connections, ${rounds} rounds of ${seconds} s per server, alternating project/baseline; medians. ` +
+      `The load generator shares the machine's cores with the server under test.`,
+    "",
+    ...table(rows),
+    "",
+    "CPU µs/req is the server process's user + system CPU time over a round divided by the requests it answered " +
+    "(/proc/PID/stat); CPU ratio = baseline / project, the throughput ratio both would reach with a core each. " +
+    "It is much less sensitive than req/s to other work on the machine.",
+    "",
+    `Peak RSS is VmHWM from /proc/PID/status${
+      peakPerEndpoint ? ", reset before each endpoint (so it is that endpoint's peak)" : " (cumulative over the run)"
+    }.`,
+    "",
+    "Keyset cursor depth (`GET /surveys/{id}/responses?limit=25`, one survey of " +
+    `${fmt(dataset.deepResponses)} responses):`,
+    "",
+    ...table(deep),
+    "",
+    page1 !== undefined && page10k !== undefined
+      ? `Page 10,000 / page 1: CPU per request project ${
+        fmt(page10k.project.cpuUs / page1.project.cpuUs, 2)
+      }, baseline ${fmt(page10k.baseline.cpuUs / page1.baseline.cpuUs, 2)}; req/s project ${
+        fmt(page10k.project.rps / page1.project.rps, 2)
+      }, baseline ${fmt(page10k.baseline.rps / page1.baseline.rps, 2)}; p99 project ${
+        fmt(page10k.project.p99 / page1.project.p99, 2)
+      }, baseline ${fmt(page10k.baseline.p99 / page1.baseline.p99, 2)}.`
+      : "",
+    "",
+    `Start to first answered API request (medians of 3 starts): project binary ${
+      fmt(median(startMs.project))
+    } ms (${startMs.project.map((n) => fmt(n)).join(", ")}), baseline ${fmt(median(startMs.baseline))} ms ` +
+    `(${startMs.baseline.map((n) => fmt(n)).join(", ")}).`
+  ]
+  console.log(`\n${lines.join("\n")}`)
+
+  if (!flags["no-write"]) {
+    const doc = join(root, "docs", "performance.md")
+    const begin = "<!-- bench:read:begin -->"
+    const end = "<!-- bench:read:end -->"
+    const block = `${begin}\n${lines.join("\n")}\n${end}`
+    const current = existsSync(doc) ? readFileSync(doc, "utf8") : `# Performance\n\n${begin}\n${end}\n`
+    const from = current.indexOf(begin)
+    const to = current.indexOf(end)
+    const next = from >= 0 && to > from
+      ? current.slice(0, from) + block + current.slice(to + end.length)
+      : `${current.trimEnd()}\n\n${block}\n`
+    mkdirSync(join(root, "docs"), { recursive: true })
+    writeFileSync(doc, next)
+    console.log(`\nwrote the table to ${doc}`)
+  }
+}
+
+await main().finally(stopAll)
