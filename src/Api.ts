@@ -2,12 +2,15 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
 import { SurveysApi } from "./Surveys/Api.js"
+import { SurveyWebhookApi, WorkspaceWebhooksApi } from "./Webhooks/Api.js"
 
 /** The integration API, `/api/v1`: one group per section of the contract. */
 export class Api extends HttpApi.make("survey-service")
   .add(SurveysApi)
   .add(QuestionsApi)
   .add(ResponsesApi)
+  .add(SurveyWebhookApi)
+  .add(WorkspaceWebhooksApi)
   .prefix("/api/v1")
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",

@@ -7,6 +7,7 @@ import { HttpLive } from "./Http/Server.js"
 import { SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
+import { WebhookWorkersLive } from "./Webhooks/Workers.js"
 
 /** The SQLite database, migrated. Needs `AppConfig`. */
 export const DatabaseLive = MigrationsLive.pipe(Layer.provideMerge(SqlLive))
@@ -16,7 +17,9 @@ export const OperatorServices = Layer.mergeAll(ApiKeyRepo.Default, SurveyLifecyc
 
 /** The HTTP server and its background work. Needs the database and `AppConfig`. */
 export const ServerLive = (settings: AppSettings) =>
-  HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" })))
+  HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" }))).pipe(
+    Layer.merge(WebhookWorkersLive)
+  )
 
 /** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */
 export const LoggingLive = (settings: AppSettings) =>

@@ -20,6 +20,7 @@ import { ResponsesLive } from "../Responses/Http.js"
 import { SurveysLive } from "../Surveys/Http.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { WebhooksHttpLive } from "../Webhooks/Http.js"
 import { RequestErrorsLive } from "./RequestErrors.js"
 
 const errorJson = (status: number, code: string, message: string) =>
@@ -78,7 +79,7 @@ const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, Qu
   .pipe(Layer.provideMerge(SurveyRepo.Default))
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive]),
+  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, WebhooksHttpLive]),
   Layer.provide(AuthorizationLive),
   Layer.provide(Repositories)
 )

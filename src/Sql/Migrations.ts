@@ -2,6 +2,7 @@ import { Migrator, SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import Foundation from "./migrations/0001_foundation.js"
 import Events from "./migrations/0002_events.js"
+import Webhooks from "./migrations/0004_webhooks.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -9,7 +10,8 @@ import Events from "./migrations/0002_events.js"
  */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_foundation": Foundation,
-  "0002_events": Events
+  "0002_events": Events,
+  "0004_webhooks": Webhooks
 }
 
 export const runMigrations = Migrator.make({})({

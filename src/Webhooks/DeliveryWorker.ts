@@ -1,0 +1,158 @@
+import { Cause, Clock, Context, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
+import { AppConfig } from "../Config.js"
+import { type ClaimedRow, DeliveryRepo } from "./DeliveryRepo.js"
+import { delayAfter } from "./RetrySchedule.js"
+import { type AttemptOutcome, send } from "./Sender.js"
+import { Signer } from "./Signer.js"
+
+/** Tuning of the delivery worker; the defaults are the production values. */
+export class DeliverySettings extends Context.Reference<DeliverySettings>()("Webhooks/DeliverySettings", {
+  defaultValue: () => ({
+    /** How often the outbox is read when nothing wakes the worker (events written by the CLI). */
+    pollInterval: Duration.millis(200),
+    /** Attempts in flight at once, over all webhooks. */
+    maxConcurrent: 64,
+    /** Attempts in flight at once for one webhook, so one slow endpoint cannot take every slot. */
+    perWebhook: 16,
+    /** Per attempt (decisions §7). */
+    attemptTimeout: Duration.seconds(15),
+    /** How long a claimed delivery stays with this worker; longer than an attempt can take. */
+    lease: Duration.seconds(30),
+    /** Outbox events read per round. */
+    batch: 1000
+  })
+}) {}
+
+/**
+ * Signs and sends one event body to one endpoint (decisions §7): Standard Webhooks headers,
+ * `x-service-event-id`, and the URL policy applied again at the moment of sending.
+ */
+export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
+  readonly targetUrl: string
+  readonly secret: string
+  readonly eventId: string
+  readonly body: string
+}) {
+  const signer = yield* Signer
+  const config = yield* AppConfig
+  const settings = yield* DeliverySettings
+  const now = yield* Clock.currentTimeMillis
+  const signature = yield* signer.sign({
+    secret: input.secret,
+    eventId: input.eventId,
+    timestampSeconds: Math.floor(now / 1000),
+    body: input.body
+  })
+  return yield* send({
+    targetUrl: input.targetUrl,
+    body: input.body,
+    headers: {
+      ...signature,
+      "content-type": "application/json",
+      "user-agent": "survey-service-webhooks/1",
+      "x-service-event-id": input.eventId
+    },
+    allowPrivate: config.webhookAllowPrivateTargets,
+    timeout: settings.attemptTimeout
+  })
+})
+
+/** One attempt of a claimed delivery, logged, and the delivery moved on by the retry schedule. */
+const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedRow) {
+  const repo = yield* DeliveryRepo
+  if (row.targetUrl === null || row.secret === null) return yield* repo.drop(row.id)
+  const attemptedAt = yield* Clock.currentTimeMillis
+  const outcome: AttemptOutcome = yield* attemptOnce({
+    targetUrl: row.targetUrl,
+    secret: row.secret,
+    eventId: row.eventId,
+    body: row.payload
+  })
+  const finishedAt = yield* Clock.currentTimeMillis
+  const attemptsMade = row.attempts + 1
+  const next = outcome.ok
+    ? { state: "delivered" as const, nextAttemptAt: finishedAt }
+    : Option.match(yield* delayAfter(attemptsMade, finishedAt), {
+      onNone: () => ({ state: "given_up" as const, nextAttemptAt: finishedAt }),
+      onSome: (delay) => ({ state: "pending" as const, nextAttemptAt: finishedAt + Duration.toMillis(delay) })
+    })
+  yield* repo.settle(row.id, {
+    deliveryId: row.id,
+    scope: row.webhookSurveyId === null ? "workspace" : "survey",
+    workspaceId: row.workspaceId,
+    surveyId: row.surveyId,
+    eventId: row.eventId,
+    eventType: row.eventType,
+    ok: outcome.ok,
+    responseStatus: outcome.responseStatus,
+    error: outcome.error,
+    attemptedAt
+  }, next)
+})
+
+/** Logs a defect and carries on after a pause, unless the fiber is being interrupted. */
+export const restartOnDefect = (name: string) => <R>(loop: Effect.Effect<never, never, R>): Effect.Effect<never, never, R> =>
+  loop.pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logError(`${name} failed; restarting`, cause)
+    ),
+    Effect.repeat(Schedule.spaced("1 second")),
+    Effect.flatMap(() => Effect.never)
+  )
+
+/**
+ * The delivery worker: follows the outbox, fans each event out to its webhooks, and attempts
+ * due deliveries with bounded concurrency. Supervised by the layer's scope: a defect restarts
+ * the loop; shutdown interrupts in-flight attempts, which return their deliveries to the queue.
+ * Deliveries live in the database, so a crash loses nothing: an unfinished attempt's lease
+ * expires and it is attempted again (at least once, same event id).
+ */
+export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const repo = yield* DeliveryRepo
+  const settings = yield* DeliverySettings
+  const wake = yield* Queue.sliding<void>(1)
+  const inFlight = yield* Ref.make(0)
+  const attempts = yield* FiberSet.make()
+  const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig>()
+  const pollMillis = Duration.toMillis(settings.pollInterval)
+
+  const run = (row: ClaimedRow) =>
+    attemptDelivery(row).pipe(
+      Effect.catchAllDefect((defect) =>
+        Effect.zipRight(Effect.logError("webhook delivery attempt failed", defect), repo.release([row.id]))
+      ),
+      Effect.onInterrupt(() => repo.release([row.id])),
+      Effect.ensuring(Effect.zipRight(Ref.update(inFlight, (n) => n - 1), Queue.offer(wake, undefined))),
+      Effect.provide(context)
+    )
+
+  /** One round; answers how long to wait before the next one unless something wakes the worker. */
+  const round = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const fanned = yield* repo.fanOut(now, settings.batch)
+    const free = settings.maxConcurrent - (yield* Ref.get(inFlight))
+    if (free > 0) {
+      const rows = yield* repo.claim({
+        now,
+        free,
+        perWebhook: settings.perWebhook,
+        leaseMillis: Duration.toMillis(settings.lease)
+      })
+      yield* Ref.update(inFlight, (n) => n + rows.length)
+      for (const row of rows) yield* FiberSet.run(attempts, run(row))
+    }
+    if (fanned >= settings.batch) return 0
+    const next = yield* repo.nextWake(now)
+    // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
+    return next === null || next <= now ? pollMillis : Math.min(next - now, pollMillis)
+  })
+
+  const loop = Effect.gen(function*() {
+    const wait = yield* round
+    if (wait > 0) yield* Effect.ignore(Effect.timeout(Queue.take(wake), Duration.millis(wait)))
+  }).pipe(Effect.forever)
+
+  yield* Effect.forkScoped(restartOnDefect("webhook delivery worker")(loop))
+}))
