@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiError, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
 import { InvalidRequest, InvalidRequestWire, type Issue } from "../Domain/Errors.js"
 
@@ -33,6 +33,12 @@ export const toInvalidRequest = (error: HttpApiError.HttpApiDecodeError): Invali
 export const RequestErrorsLive = HttpApiBuilder.middleware((app) =>
   Effect.catchAllCause(app, (cause) => {
     const failure: unknown = Option.getOrUndefined(Cause.failureOption(cause))
+    const defect: unknown = Option.getOrUndefined(Cause.dieOption(cause))
+    if (defect instanceof HttpServerError.RequestError && defect.reason === "Decode") {
+      // A body that is not JSON at all (empty, truncated) dies in the framework before the schema sees it.
+      const invalid = new InvalidRequest({ message: "The request body is not valid JSON.", issues: [] })
+      return Effect.succeed(HttpServerResponse.unsafeJson(encodeInvalidRequest(invalid), { status: 400 }))
+    }
     return failure instanceof HttpApiError.HttpApiDecodeError
       ? Effect.succeed(HttpServerResponse.unsafeJson(encodeInvalidRequest(toInvalidRequest(failure)), { status: 400 }))
       : Effect.failCause(cause)
