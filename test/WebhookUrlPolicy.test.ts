@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
-import fc from "fast-check"
+import { Effect, Either, FastCheck as fc } from "effect"
 import { isBlockedAddress, parseTarget, type ResolvedAddress, Resolver, resolveTarget } from "../src/Webhooks/UrlPolicy.js"
 
 const refused = (url: string) => Either.isLeft(parseTarget(url, false))

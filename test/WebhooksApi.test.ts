@@ -1,4 +1,4 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Webhook } from "standardwebhooks"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
