@@ -29,7 +29,8 @@ export const delayAfter = (attemptsMade: number, now: number): Effect.Effect<Opt
       const [next, , decision] = yield* retrySchedule.step(now, undefined, state)
       if (ScheduleDecision.isDone(decision)) return Option.none()
       if (step === attemptsMade) {
-        return Option.some(Duration.millis(ScheduleIntervals.start(decision.intervals) - now))
+        // Whole milliseconds, rounded up: jitter only ever lengthens a delay.
+        return Option.some(Duration.millis(Math.ceil(ScheduleIntervals.start(decision.intervals) - now)))
       }
       state = next
     }
