@@ -49,8 +49,8 @@ export const receiver = (
   })
 
 /** Waits in real time (bounded) until `check` holds; fails the test otherwise. */
-export const eventually = <A>(
-  probe: Effect.Effect<A>,
+export const eventually = <A, R>(
+  probe: Effect.Effect<A, never, R>,
   check: (value: A) => boolean,
   options: { readonly tries?: number; readonly everyMillis?: number } = {}
 ) =>
