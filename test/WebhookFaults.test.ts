@@ -7,12 +7,12 @@ import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
 
 /** Registers `url` as the workspace webhook, writes one event and answers its first logged attempt. */
-const firstAttempt = (url: string, beforeLogged: Effect.Effect<void> = Effect.void) =>
+const firstAttempt = <R = never>(url: string, beforeLogged?: Effect.Effect<void, never, R>) =>
   Effect.gen(function*() {
     yield* register(url)
     yield* complete("srv_main")
     yield* TestClock.adjust("1 second")
-    yield* beforeLogged
+    if (beforeLogged !== undefined) yield* beforeLogged
     const [attempt] = yield* eventually(loggedAttempts, (all) => all.length >= 1)
     if (attempt === undefined) return yield* Effect.dieMessage("no attempt")
     return attempt
