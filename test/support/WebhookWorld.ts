@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import type { AppSettings } from "../../src/Config.js"
 import { Outbox } from "../../src/Events/Outbox.js"
 import { DeliverySettings } from "../../src/Webhooks/DeliveryWorker.js"
 import type { Signer } from "../../src/Webhooks/Signer.js"
@@ -10,9 +11,13 @@ import { call, TestServer } from "./TestServer.js"
 type Settings = typeof DeliverySettings.Service
 
 /** The HTTP API and the webhook workers over one in-memory database seeded with the base fixture. */
-export const WebhookWorld = (settings: Partial<Settings> = {}, signer?: Layer.Layer<Signer>) =>
+export const WebhookWorld = (
+  settings: Partial<Settings> = {},
+  signer?: Layer.Layer<Signer>,
+  app: Partial<AppSettings> = {}
+) =>
   WebhookWorkers(signer).pipe(
-    Layer.provideMerge(TestServer(baseFixture)),
+    Layer.provideMerge(TestServer(baseFixture, app)),
     Layer.provide(Layer.succeed(DeliverySettings, { ...DeliverySettings.defaultValue(), ...settings }))
   )
 
