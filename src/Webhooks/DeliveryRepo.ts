@@ -123,6 +123,14 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         ? Effect.void
         : sql`UPDATE deliveries SET lease_until = 0 WHERE id IN ${sql.in(ids)}`.pipe(Effect.orDie)
 
+    /**
+     * At start-up: leases still held were taken by a process that is gone (one server delivers
+     * per database). Were another still running, an event could be sent twice, never lost.
+     */
+    const releaseAll = sql`UPDATE deliveries SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0`.pipe(
+      Effect.orDie
+    )
+
     const nextWakeQuery = SqlSchema.single({
       Request: Schema.Number,
       Result: NextWake,
@@ -142,7 +150,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         Effect.orDie
       )
 
-    return { fanOut, claim, settle, drop, release, nextWake } as const
+    return { fanOut, claim, settle, drop, release, releaseAll, nextWake } as const
   }),
   dependencies: [WebhookRepo.Default]
 }) {}

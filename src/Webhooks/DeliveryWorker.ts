@@ -106,8 +106,9 @@ export const restartOnDefect = (name: string) => <R>(loop: Effect.Effect<never, 
  * The delivery worker: follows the outbox, fans each event out to its webhooks, and attempts
  * due deliveries with bounded concurrency. Supervised by the layer's scope: a defect restarts
  * the loop; shutdown interrupts in-flight attempts, which return their deliveries to the queue.
- * Deliveries live in the database, so a crash loses nothing: an unfinished attempt's lease
- * expires and it is attempted again (at least once, same event id).
+ * Deliveries live in the database, so a crash loses nothing: the next start releases the
+ * leases of unfinished attempts (and a lease held by a live worker that stops answering
+ * expires), so they are attempted again: at least once, with the same event id.
  */
 export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const repo = yield* DeliveryRepo
@@ -117,6 +118,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const attempts = yield* FiberSet.make()
   const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig>()
   const pollMillis = Duration.toMillis(settings.pollInterval)
+  yield* repo.releaseAll
 
   const run = (row: ClaimedRow) =>
     attemptDelivery(row).pipe(
