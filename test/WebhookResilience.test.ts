@@ -170,11 +170,11 @@ describe("attempt log retention", () => {
       yield* attempt("evt_recent", yield* TestClock.currentTimeMillis)
       yield* TestClock.adjust("10 days")
       expect((yield* loggedAttempts).map((a) => a.eventId)).toEqual(["evt_old", "evt_recent"])
-      yield* TestClock.adjust("1 hour")
+      yield* TestClock.adjust("1 day")
       expect((yield* loggedAttempts).map((a) => a.eventId)).toEqual(["evt_recent"])
       yield* TestClock.adjust("20 days")
       expect(yield* loggedAttempts).toEqual([])
-    }).pipe(Effect.provide(WebhookRepo.Default.pipe(Layer.provideMerge(WebhookWorld({ pollInterval: Duration.days(1) })))),
+    }).pipe(Effect.provide(WebhookRepo.Default.pipe(Layer.provideMerge(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })))),
       Effect.scoped
     ))
 })

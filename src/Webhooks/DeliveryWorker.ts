@@ -19,7 +19,9 @@ export class DeliverySettings extends Context.Reference<DeliverySettings>()("Web
     /** How long a claimed delivery stays with this worker; longer than an attempt can take. */
     lease: Duration.seconds(30),
     /** Outbox events read per round. */
-    batch: 1000
+    batch: 1000,
+    /** How often attempts past retention are deleted. */
+    purgeInterval: Duration.hours(1)
   })
 }) {}
 

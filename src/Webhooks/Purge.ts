@@ -1,5 +1,5 @@
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
-import { restartOnDefect } from "./DeliveryWorker.js"
+import { DeliverySettings, restartOnDefect } from "./DeliveryWorker.js"
 import { WebhookRepo } from "./WebhookRepo.js"
 
 /** Delivery attempts are kept for 30 days (api-v1 §8). */
@@ -14,11 +14,12 @@ export const purgeOnce = Effect.gen(function*() {
   return purged
 }).pipe(Effect.withSpan("Webhooks.purge"))
 
-/** The periodic purge: at start, then every hour. */
-export const PurgeLive = Layer.scopedDiscard(
-  Effect.forkScoped(
+/** The periodic purge: at start, then every `purgeInterval` (an hour). */
+export const PurgeLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const settings = yield* DeliverySettings
+  yield* Effect.forkScoped(
     restartOnDefect("webhook attempt purge")(
-      purgeOnce.pipe(Effect.repeat(Schedule.spaced("1 hour")), Effect.zipRight(Effect.never))
+      purgeOnce.pipe(Effect.repeat(Schedule.spaced(settings.purgeInterval)), Effect.zipRight(Effect.never))
     )
   )
-)
+}))
