@@ -110,7 +110,7 @@ describe("supervision and durability", () => {
       // Another worker fans out and claims the delivery, then dies without settling it.
       const repo = yield* DeliveryRepo
       yield* repo.fanOut(0, 100)
-      const claimed = yield* repo.claim({ now: 0, free: 10, perWebhook: 10, leaseMillis: 30_000 })
+      const claimed = yield* repo.claim({ now: 0, free: 10, perWebhook: 10, inFlight: new Map(), leaseMillis: 30_000 })
       expect(claimed.map((c) => c.eventId)).toEqual([event.id])
       yield* TestClock.adjust("29 seconds")
       yield* settle

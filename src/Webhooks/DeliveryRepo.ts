@@ -18,6 +18,13 @@ export const ClaimedRow = Schema.Struct({
 })
 export type ClaimedRow = typeof ClaimedRow.Type
 
+/** The outcome of one attempt, ready to be written. */
+export interface Settled {
+  readonly deliveryId: number
+  readonly attempt: NewAttempt
+  readonly next: { readonly state: "pending" | "delivered" | "given_up"; readonly nextAttemptAt: number }
+}
+
 const NextWake = Schema.Struct({ due: Schema.NullOr(Schema.Number), leased: Schema.NullOr(Schema.Number) })
 
 /** Fan-out from the outbox, claiming and settling deliveries. SQL failures are defects here. */
@@ -68,47 +75,55 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     })
 
     /**
-     * Leases up to `free` due deliveries, at most `perWebhook` in flight for any one webhook,
-     * so that a slow endpoint holds a few slots and never all of them.
+     * Leases up to `free` due deliveries, oldest first, taking from each webhook at most what
+     * keeps its in-flight count under `perWebhook`: a slow endpoint holds a few slots, never all,
+     * and a webhook with a deep backlog cannot hide the others' deliveries behind its own.
      */
     const claim = Effect.fn("DeliveryRepo.claim")(
-      function*(input: { now: number; free: number; perWebhook: number; leaseMillis: number }) {
-        const { free, now, perWebhook } = input
-        const ids = yield* sql<{ readonly id: number }>`
-          WITH due AS (
-            SELECT id, webhook_id, next_attempt_at FROM deliveries
-            WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-            ORDER BY next_attempt_at, id LIMIT ${Math.max(free * 8, 256)}
-          ), ranked AS (
-            SELECT id, webhook_id, next_attempt_at,
-                   ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS rn
-            FROM due
-          ), busy AS (
-            SELECT webhook_id, COUNT(*) AS n FROM deliveries
-            WHERE state = 'pending' AND lease_until > ${now} GROUP BY webhook_id
+      function*(input: {
+        now: number
+        free: number
+        perWebhook: number
+        inFlight: ReadonlyMap<string, number>
+        leaseMillis: number
+      }) {
+        const { now, perWebhook } = input
+        const due = yield* sql<{ readonly id: number; readonly webhookId: string }>`
+          SELECT d.id, d.webhook_id FROM webhooks w
+          JOIN deliveries d ON d.id IN (
+            SELECT id FROM deliveries
+            WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
+            ORDER BY next_attempt_at, id LIMIT ${perWebhook}
           )
-          SELECT ranked.id FROM ranked LEFT JOIN busy ON busy.webhook_id = ranked.webhook_id
-          WHERE ranked.rn + IFNULL(busy.n, 0) <= ${perWebhook}
-          ORDER BY ranked.next_attempt_at, ranked.id LIMIT ${free}`
-        if (ids.length === 0) return []
-        const list = ids.map((r) => r.id)
+          ORDER BY d.next_attempt_at, d.id`
+        const taken = new Map<string, number>()
+        const list: Array<number> = []
+        for (const row of due) {
+          if (list.length >= input.free) break
+          const count = (input.inFlight.get(row.webhookId) ?? 0) + (taken.get(row.webhookId) ?? 0)
+          if (count >= perWebhook) continue
+          taken.set(row.webhookId, (taken.get(row.webhookId) ?? 0) + 1)
+          list.push(row.id)
+        }
+        if (list.length === 0) return []
         yield* sql`UPDATE deliveries SET lease_until = ${now + input.leaseMillis} WHERE id IN ${sql.in(list)}`
         return yield* claimedById(list)
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )
 
-    /** Logs an attempt and moves its delivery on: delivered, retried at `nextAttemptAt`, or given up. */
+    /**
+     * Logs attempts and moves their deliveries on (delivered, retried at `nextAttemptAt`, or
+     * given up), many in one transaction.
+     */
     const settle = Effect.fn("DeliveryRepo.settle")(
-      function*(
-        deliveryId: number,
-        attempt: NewAttempt,
-        next: { readonly state: "pending" | "delivered" | "given_up"; readonly nextAttemptAt: number }
-      ) {
-        yield* webhooks.recordAttempt(attempt)
-        yield* sql`UPDATE deliveries SET attempts = attempts + 1, state = ${next.state},
-                     next_attempt_at = ${next.nextAttemptAt}, lease_until = 0
-                   WHERE id = ${deliveryId}`
+      function*(settled: ReadonlyArray<Settled>) {
+        for (const { attempt, deliveryId, next } of settled) {
+          yield* webhooks.recordAttempt(attempt)
+          yield* sql`UPDATE deliveries SET attempts = attempts + 1, state = ${next.state},
+                       next_attempt_at = ${next.nextAttemptAt}, lease_until = 0
+                     WHERE id = ${deliveryId}`
+        }
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )

@@ -1,6 +1,6 @@
-import { Cause, Clock, Context, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, Chunk, Clock, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
 import { AppConfig } from "../Config.js"
-import { type ClaimedRow, DeliveryRepo } from "./DeliveryRepo.js"
+import { type ClaimedRow, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { delayAfter } from "./RetrySchedule.js"
 import { type AttemptOutcome, send } from "./Sender.js"
 import { Signer } from "./Signer.js"
@@ -9,7 +9,7 @@ import { Signer } from "./Signer.js"
 export class DeliverySettings extends Context.Reference<DeliverySettings>()("Webhooks/DeliverySettings", {
   defaultValue: () => ({
     /** How often the outbox is read when nothing wakes the worker (events written by the CLI). */
-    pollInterval: Duration.millis(200),
+    pollInterval: Duration.millis(100),
     /** Attempts in flight at once, over all webhooks. */
     maxConcurrent: 64,
     /** Attempts in flight at once for one webhook, so one slow endpoint cannot take every slot. */
@@ -59,10 +59,13 @@ export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
   })
 })
 
-/** One attempt of a claimed delivery, logged, and the delivery moved on by the retry schedule. */
+/** One attempt of a claimed delivery and where the retry schedule moves it; none once its webhook is gone. */
 const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedRow) {
   const repo = yield* DeliveryRepo
-  if (row.targetUrl === null || row.secret === null) return yield* repo.drop(row.id)
+  if (row.targetUrl === null || row.secret === null) {
+    yield* repo.drop(row.id)
+    return Option.none<Settled>()
+  }
   const attemptedAt = yield* Clock.currentTimeMillis
   const outcome: AttemptOutcome = yield* attemptOnce({
     targetUrl: row.targetUrl,
@@ -78,18 +81,22 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
       onNone: () => ({ state: "given_up" as const, nextAttemptAt: finishedAt }),
       onSome: (delay) => ({ state: "pending" as const, nextAttemptAt: finishedAt + Duration.toMillis(delay) })
     })
-  yield* repo.settle(row.id, {
+  return Option.some<Settled>({
     deliveryId: row.id,
-    scope: row.webhookSurveyId === null ? "workspace" : "survey",
-    workspaceId: row.workspaceId,
-    surveyId: row.surveyId,
-    eventId: row.eventId,
-    eventType: row.eventType,
-    ok: outcome.ok,
-    responseStatus: outcome.responseStatus,
-    error: outcome.error,
-    attemptedAt
-  }, next)
+    next,
+    attempt: {
+      deliveryId: row.id,
+      scope: row.webhookSurveyId === null ? "workspace" : "survey",
+      workspaceId: row.workspaceId,
+      surveyId: row.surveyId,
+      eventId: row.eventId,
+      eventType: row.eventType,
+      ok: outcome.ok,
+      responseStatus: outcome.responseStatus,
+      error: outcome.error,
+      attemptedAt
+    }
+  })
 })
 
 /** Logs a defect and carries on after a pause, unless the fiber is being interrupted. */
@@ -117,35 +124,69 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* DeliverySettings
   const wake = yield* Queue.sliding<void>(1)
   const inFlight = yield* Ref.make(0)
+  const perWebhook = new Map<string, number>()
   const attempts = yield* FiberSet.make()
   const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig>()
   const pollMillis = Duration.toMillis(settings.pollInterval)
   yield* repo.releaseAll
 
+  // Finished attempts are written together, one transaction for all that finished meanwhile.
+  const toSettle = yield* Queue.unbounded<{ readonly settled: Settled; readonly done: Deferred.Deferred<void> }>()
+  const settler = Effect.gen(function*() {
+    const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(toSettle, 1, 256))
+    const written = yield* Effect.exit(repo.settle(batch.map((b) => b.settled)))
+    yield* Effect.forEach(batch, (b) => Deferred.done(b.done, written), { discard: true })
+  }).pipe(Effect.forever)
+
+  const settle = (settled: Settled) =>
+    Effect.gen(function*() {
+      const done = yield* Deferred.make<void>()
+      yield* Queue.offer(toSettle, { settled, done })
+      yield* Deferred.await(done)
+    })
+
   const run = (row: ClaimedRow) =>
     attemptDelivery(row).pipe(
+      Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: settle })),
       Effect.catchAllDefect((defect) =>
         Effect.zipRight(Effect.logError("webhook delivery attempt failed", defect), repo.release([row.id]))
       ),
       Effect.onInterrupt(() => repo.release([row.id])),
-      Effect.ensuring(Effect.zipRight(Ref.update(inFlight, (n) => n - 1), Queue.offer(wake, undefined))),
+      Effect.ensuring(Effect.suspend(() => {
+        const left = (perWebhook.get(row.webhookId) ?? 1) - 1
+        if (left <= 0) perWebhook.delete(row.webhookId)
+        else perWebhook.set(row.webhookId, left)
+        return Effect.zipRight(Ref.update(inFlight, (n) => n - 1), Queue.offer(wake, undefined))
+      })),
       Effect.provide(context)
     )
+
+  // The outbox is read at most this often; finishing attempts wake the worker far more often.
+  const fanOutEvery = Math.min(pollMillis, 50)
+  let lastFanOut = Number.NEGATIVE_INFINITY
+  let fanned = 0
 
   /** One round; answers how long to wait before the next one unless something wakes the worker. */
   const round = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const fanned = yield* repo.fanOut(now, settings.batch)
+    if (now - lastFanOut >= fanOutEvery || fanned >= settings.batch) {
+      fanned = yield* repo.fanOut(now, settings.batch)
+      lastFanOut = now
+    }
     const free = settings.maxConcurrent - (yield* Ref.get(inFlight))
     if (free > 0) {
       const rows = yield* repo.claim({
         now,
         free,
         perWebhook: settings.perWebhook,
+        inFlight: perWebhook,
         leaseMillis: Duration.toMillis(settings.lease)
       })
       yield* Ref.update(inFlight, (n) => n + rows.length)
-      for (const row of rows) yield* FiberSet.run(attempts, run(row))
+      for (const row of rows) {
+        perWebhook.set(row.webhookId, (perWebhook.get(row.webhookId) ?? 0) + 1)
+        yield* FiberSet.run(attempts, run(row))
+      }
     }
     if (fanned >= settings.batch) return 0
     const next = yield* repo.nextWake(now)
@@ -158,5 +199,6 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     if (wait > 0) yield* Effect.ignore(Effect.timeout(Queue.take(wake), Duration.millis(wait)))
   }).pipe(Effect.forever)
 
+  yield* Effect.forkScoped(restartOnDefect("webhook delivery writer")(settler))
   yield* Effect.forkScoped(restartOnDefect("webhook delivery worker")(loop))
 }))

@@ -33,6 +33,7 @@ export default Effect.gen(function*() {
     UNIQUE (event_seq, webhook_id)
   )`
   yield* sql`CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending'`
+  yield* sql`CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id, next_attempt_at) WHERE state = 'pending'`
   yield* sql`CREATE INDEX deliveries_leased ON deliveries (lease_until) WHERE state = 'pending'`
   yield* sql`CREATE TABLE delivery_attempts (
     id TEXT PRIMARY KEY,
