@@ -156,6 +156,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         const left = (perWebhook.get(row.webhookId) ?? 1) - 1
         if (left <= 0) perWebhook.delete(row.webhookId)
         else perWebhook.set(row.webhookId, left)
+        finishedSinceRound++
         return Effect.zipRight(Ref.update(inFlight, (n) => n - 1), Queue.offer(wake, undefined))
       })),
       Effect.provide(context)
@@ -165,9 +166,12 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const fanOutEvery = Math.min(pollMillis, 50)
   let lastFanOut = Number.NEGATIVE_INFINITY
   let fanned = 0
+  let finishedSinceRound = 0
+  const worthARound = Math.max(1, Math.floor(settings.perWebhook / 2))
 
   /** One round; answers how long to wait before the next one unless something wakes the worker. */
   const round = Effect.gen(function*() {
+    finishedSinceRound = 0
     const now = yield* Clock.currentTimeMillis
     if (now - lastFanOut >= fanOutEvery || fanned >= settings.batch) {
       fanned = yield* repo.fanOut(now, settings.batch)
@@ -194,9 +198,26 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     return next === null || next <= now ? pollMillis : Math.min(next - now, pollMillis)
   })
 
+  /**
+   * Waits until the next round is worth its queries: the wait is over, nothing is in flight any
+   * more, or half a webhook's share of attempts finished (claiming after every single one costs
+   * more than it gains).
+   */
+  const awaitWork = (wait: number) =>
+    Effect.gen(function*() {
+      const deadline = (yield* Clock.currentTimeMillis) + wait
+      while (true) {
+        const left = deadline - (yield* Clock.currentTimeMillis)
+        if (left <= 0) return
+        const woken = yield* Effect.timeout(Queue.take(wake), Duration.millis(left)).pipe(Effect.option)
+        if (woken._tag === "None") return
+        if (finishedSinceRound >= worthARound || (yield* Ref.get(inFlight)) === 0) return
+      }
+    })
+
   const loop = Effect.gen(function*() {
     const wait = yield* round
-    if (wait > 0) yield* Effect.ignore(Effect.timeout(Queue.take(wake), Duration.millis(wait)))
+    if (wait > 0) yield* awaitWork(wait)
   }).pipe(Effect.forever)
 
   yield* Effect.forkScoped(restartOnDefect("webhook delivery writer")(settler))
