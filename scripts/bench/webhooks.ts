@@ -5,7 +5,7 @@ import { SqlClient } from "@effect/sql"
 import { BunContext } from "@effect/platform-bun"
 import { Duration, Effect, Exit, Layer, Logger, LogLevel, Schedule, Scope } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { DatabaseLive, OperatorServices } from "../../src/App.js"
 import { AppConfig } from "../../src/Config.js"
@@ -79,6 +79,7 @@ const signedFetch = (port: number, secret: string) => {
 }
 
 const program = Effect.gen(function*() {
+  const loadAtStart = loadavg()[0] ?? 0
   const { port } = yield* receiverProcess
   const sql = yield* SqlClient.SqlClient
   const outbox = yield* Outbox
@@ -169,7 +170,8 @@ const program = Effect.gen(function*() {
     ...rows.map(([name, worker, baseline]) => `| ${name} | ${worker} | ${baseline} |`)
   ].join("\n")
   const notes = [
-    `Run ${toIso(Date.now())} on ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}; the receiver runs in its own process on 127.0.0.1.`,
+    `Run ${toIso(Date.now())} on ${navigator.hardwareConcurrency} CPUs (load average ${loadAtStart.toFixed(2)} at the start; ` +
+    `the machine is shared, so figures vary between runs), Bun ${Bun.version}; the receiver runs in its own process on 127.0.0.1.`,
     `Worker settings: ${settings.maxConcurrent} attempts in flight, ${settings.perWebhook} per webhook, outbox polled every ` +
     `${Duration.format(settings.pollInterval)}; SQLite file in WAL mode. Deliveries marked delivered after the drain: ${delivered[0]?.n ?? 0}.`,
     `The baseline signs with the same signer and keeps ${settings.perWebhook} fetches in flight (drain), or sends each event ` +
