@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
 import { Duration, Effect, TestClock } from "effect"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -122,6 +123,26 @@ describe("webhook endpoint faults are recorded as failures", () => {
       expect((yield* hanging.received).length).toBe(2)
     }).pipe(
       Effect.provide(WebhookWorld({ maxConcurrent: 4, perWebhook: 2, attemptTimeout: Duration.minutes(5) })),
+      Effect.scoped
+    ))
+
+  it.live("a webhook with a deep backlog does not hide other webhooks' deliveries behind its own", () =>
+    Effect.gen(function*() {
+      const hanging = yield* receiver(() => new Promise<Response>(() => {}))
+      const healthy = yield* receiver()
+      yield* register(hanging.url)
+      yield* register(healthy.url, "srv_draft")
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.withTransaction(Effect.forEach(Array.from({ length: 600 }), () => complete("srv_main"), { discard: true }))
+      for (let i = 0; i < 3; i++) yield* complete("srv_draft")
+      const got = yield* eventually(healthy.received, (all) => all.length === 3, { tries: 500 })
+      expect(got).toHaveLength(3)
+      // The backlogged webhook never has more than its share in flight.
+      yield* eventually(hanging.received, (all) => all.length === 4)
+      yield* Effect.promise(() => Bun.sleep(200))
+      expect((yield* hanging.received).length).toBe(4)
+    }).pipe(
+      Effect.provide(WebhookWorld({ perWebhook: 4, attemptTimeout: Duration.minutes(5) })),
       Effect.scoped
     ))
 })
