@@ -120,6 +120,8 @@ describe("webhook endpoint faults are recorded as failures", () => {
       const got = yield* eventually(healthy.received, (all) => all.length === 12, { tries: 500 })
       expect(got).toHaveLength(12)
       // At most its share (2) of the hanging webhook's deliveries were ever in flight.
+      yield* eventually(hanging.received, (all) => all.length === 2)
+      yield* Effect.promise(() => Bun.sleep(200))
       expect((yield* hanging.received).length).toBe(2)
     }).pipe(
       Effect.provide(WebhookWorld({ maxConcurrent: 4, perWebhook: 2, attemptTimeout: Duration.minutes(5) })),
