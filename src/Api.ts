@@ -5,6 +5,7 @@ import { UsageApi } from "./Quota/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
 import { SurveysApi } from "./Surveys/Api.js"
+import { SurveyWebhookApi, WorkspaceWebhooksApi } from "./Webhooks/Api.js"
 
 /** The integration API, `/api/v1`: one group per section of the contract. */
 export class Api extends HttpApi.make("survey-service")
@@ -14,6 +15,8 @@ export class Api extends HttpApi.make("survey-service")
   .add(EmbedSessionsApi)
   .add(AnalyticsApi)
   .add(UsageApi)
+  .add(SurveyWebhookApi)
+  .add(WorkspaceWebhooksApi)
   .prefix("/api/v1")
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",

@@ -10,6 +10,7 @@ import { RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
 import { SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
+import { WebhookWorkersLive } from "./Webhooks/Workers.js"
 
 /** The SQLite database, migrated. Needs `AppConfig`. */
 export const DatabaseLive = MigrationsLive.pipe(Layer.provideMerge(SqlLive))
@@ -23,7 +24,8 @@ export const ServerLive = (settings: AppSettings) =>
     Layer.provide(RateLimiter.Live),
     Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" })),
     Layer.merge(RespondentPurgeLive),
-    Layer.merge(AggregatorLive)
+    Layer.merge(AggregatorLive),
+    Layer.merge(WebhookWorkersLive)
   )
 
 /** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */

@@ -28,6 +28,7 @@ import { isSqliteBusy } from "../Sql/Busy.js"
 import { SurveysLive } from "../Surveys/Http.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { WebhooksHttpLive } from "../Webhooks/Http.js"
 import { RequestErrorsLive } from "./RequestErrors.js"
 
 const errorJson = (status: number, code: string, message: string) =>
@@ -82,7 +83,15 @@ const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, Qu
 const RespondentServices = Layer.mergeAll(EmbedSessions.Default, RespondentTokens.Default, ResponseWriter.Default)
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SurveysLive, QuestionsLive, ResponsesLive, EmbedSessionsLive, AnalyticsLive, UsageLive]),
+  Layer.provide([
+    SurveysLive,
+    QuestionsLive,
+    ResponsesLive,
+    EmbedSessionsLive,
+    AnalyticsLive,
+    UsageLive,
+    WebhooksHttpLive
+  ]),
   Layer.provide(AuthorizationLive),
   Layer.provide(Repositories),
   Layer.provide(RespondentServices)

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import Foundation from "./migrations/0001_foundation.js"
 import Events from "./migrations/0002_events.js"
 import Respondents from "./migrations/0003_respondents.js"
+import Webhooks from "./migrations/0004_webhooks.js"
 import Analytics from "./migrations/0005_analytics.js"
 import Quota from "./migrations/0006_quota.js"
 
@@ -14,6 +15,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0001_foundation": Foundation,
   "0002_events": Events,
   "0003_respondents": Respondents,
+  "0004_webhooks": Webhooks,
   "0005_analytics": Analytics,
   "0006_quota": Quota
 }

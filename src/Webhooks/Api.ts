@@ -1,0 +1,117 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "../Auth/Authorization.js"
+import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { Limit } from "../Domain/Page.js"
+import { SurveyId } from "../Surveys/Api.js"
+
+/** Webhook settings (api-v1 §2.6) as every GET answers them: never the secret. */
+export const WebhookSettings = Schema.Struct({
+  enabled: Schema.Boolean.annotations({ description: "Whether a webhook is configured." }),
+  targetUrl: Schema.NullOr(Schema.String).annotations({ description: "Receiving URL; null when none is configured." })
+}).annotations({ identifier: "WebhookSettings" })
+
+/** The answer of a PUT: the only place the new signing secret ever appears. */
+export const WebhookRegistered = Schema.Struct({
+  enabled: Schema.Boolean,
+  targetUrl: Schema.String,
+  signingSecret: Schema.String.annotations({
+    description: "Standard Webhooks secret (`whsec_` + base64). Shown only in this answer; each PUT rotates it."
+  })
+}).annotations({ identifier: "WebhookRegistered" })
+
+export const WebhookTarget = Schema.Struct({
+  targetUrl: Schema.String.annotations({
+    description: "Public HTTPS URL. Loopback, private, link-local and reserved hosts, and URLs with credentials, are refused."
+  })
+}).annotations({ identifier: "WebhookTarget" })
+
+/** One delivery attempt (api-v1 §2.7); never the payload. */
+export const DeliveryAttempt = Schema.Struct({
+  id: Schema.String.annotations({ description: "Unique per attempt, not per event." }),
+  eventId: Schema.String.annotations({ description: "Equals the payload `id` and the `x-service-event-id` header." }),
+  eventType: Schema.String,
+  surveyId: Schema.NullOr(Schema.String).annotations({ description: "Null only for a workspace test event." }),
+  ok: Schema.Boolean.annotations({ description: "True when the endpoint answered 2xx." }),
+  responseStatus: Schema.NullOr(Schema.Int).annotations({
+    description: "The endpoint's HTTP status; null when no exchange happened (timeout, refused host, blocked redirect)."
+  }),
+  error: Schema.NullOr(Schema.String).annotations({ description: "One line, at most 200 characters; null on success." }),
+  attemptedAt: Schema.String
+}).annotations({ identifier: "DeliveryAttempt" })
+
+export const DeliveryLog = Schema.Struct({ data: Schema.Array(DeliveryAttempt) }).annotations({
+  identifier: "DeliveryLog"
+})
+
+const LogParams = Schema.Struct({ limit: Schema.optional(Limit) })
+
+export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
+  .add(
+    HttpApiEndpoint.get("get")`/surveys/${SurveyId}/webhook`
+      .addSuccess(WebhookSettings)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Read the survey's webhook (never the secret)")
+  )
+  .add(
+    HttpApiEndpoint.put("put")`/surveys/${SurveyId}/webhook`
+      .setPayload(WebhookTarget)
+      .addSuccess(WebhookRegistered)
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Register or replace the survey's webhook; rotates the signing secret")
+  )
+  .add(
+    HttpApiEndpoint.get("deliveries")`/surveys/${SurveyId}/webhook/deliveries`
+      .setUrlParams(LogParams)
+      .addSuccess(DeliveryLog)
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Recent delivery attempts of the survey webhook, newest first")
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Title, "Survey webhook")
+{}
+
+export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
+  .add(
+    HttpApiEndpoint.get("get", "/webhooks")
+      .addSuccess(WebhookSettings)
+      .addError(ForbiddenWire)
+      .annotate(OpenApi.Summary, "Read the workspace webhook (never the secret)")
+  )
+  .add(
+    HttpApiEndpoint.put("put", "/webhooks")
+      .setPayload(WebhookTarget)
+      .addSuccess(WebhookRegistered)
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .annotate(OpenApi.Summary, "Register or replace the workspace webhook; rotates the signing secret")
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/webhooks")
+      .addSuccess(Schema.Void, { status: 204 })
+      .addError(ForbiddenWire)
+      .annotate(OpenApi.Summary, "Stop workspace-wide delivery and discard its secret")
+  )
+  .add(
+    HttpApiEndpoint.post("test", "/webhooks/test")
+      .addSuccess(Schema.Struct({ delivered: Schema.Boolean }).annotations({ identifier: "WebhookTestResult" }))
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .annotate(OpenApi.Summary, "Send one signed webhook.test event to the workspace webhook")
+  )
+  .add(
+    HttpApiEndpoint.get("deliveries", "/webhooks/deliveries")
+      .setUrlParams(LogParams)
+      .addSuccess(DeliveryLog)
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .annotate(OpenApi.Summary, "Recent delivery attempts of the workspace webhook, newest first")
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Title, "Workspace webhook")
+{}

@@ -1,0 +1,171 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
+
+/** A claimed delivery with what its attempt needs; the webhook fields are null once it was removed. */
+export const ClaimedRow = Schema.Struct({
+  id: Schema.Number,
+  eventId: Schema.String,
+  eventType: Schema.String,
+  workspaceId: Schema.String,
+  surveyId: Schema.NullOr(Schema.String),
+  payload: Schema.String,
+  attempts: Schema.Number,
+  webhookId: Schema.String,
+  webhookSurveyId: Schema.NullOr(Schema.String),
+  targetUrl: Schema.NullOr(Schema.String),
+  secret: Schema.NullOr(Schema.String)
+})
+export type ClaimedRow = typeof ClaimedRow.Type
+
+/** The outcome of one attempt, ready to be written. */
+export interface Settled {
+  readonly deliveryId: number
+  readonly attempt: NewAttempt
+  readonly next: { readonly state: "pending" | "delivered" | "given_up"; readonly nextAttemptAt: number }
+}
+
+const NextWake = Schema.Struct({ due: Schema.NullOr(Schema.Number), leased: Schema.NullOr(Schema.Number) })
+
+/** Fan-out from the outbox, claiming and settling deliveries. SQL failures are defects here. */
+export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/DeliveryRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const webhooks = yield* WebhookRepo
+
+    /**
+     * Creates one delivery per new event and matching webhook, and moves the cursor past those
+     * events, in one transaction: each event fans out once, and a crash repeats nothing.
+     */
+    const fanOut = Effect.fn("DeliveryRepo.fanOut")(
+      function*(now: number, batch: number) {
+        const cursor = yield* sql<{ readonly lastSeq: number; readonly maxSeq: number | null }>`
+          SELECT c.last_seq,
+                 (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}))
+                   AS max_seq
+          FROM outbox_cursors c WHERE c.name = 'webhooks'`
+        const row = cursor[0]
+        if (row === undefined || row.maxSeq === null) return 0
+        yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
+          SELECT e.seq, e.id, w.id, 'pending', 0, ${now}, 0, ${now}
+          FROM events e
+          JOIN webhooks w ON w.workspace_id = e.workspace_id
+            AND (w.survey_id IS NULL OR w.survey_id = e.survey_id)
+            AND w.since_seq < e.seq
+          WHERE e.seq > ${row.lastSeq} AND e.seq <= ${row.maxSeq} AND e.type <> 'webhook.test'
+          ORDER BY e.seq
+          ON CONFLICT DO NOTHING`
+        yield* sql`UPDATE outbox_cursors SET last_seq = ${row.maxSeq} WHERE name = 'webhooks'`
+        return row.maxSeq - row.lastSeq
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    const claimedById = SqlSchema.findAll({
+      Request: Schema.Array(Schema.Number),
+      Result: ClaimedRow,
+      execute: (ids) =>
+        sql`SELECT d.id, d.event_id, e.type AS event_type, e.workspace_id, e.survey_id, e.payload, d.attempts,
+                   d.webhook_id, w.survey_id AS webhook_survey_id, w.target_url, w.secret
+            FROM deliveries d
+            JOIN events e ON e.seq = d.event_seq
+            LEFT JOIN webhooks w ON w.id = d.webhook_id
+            WHERE d.id IN ${sql.in(ids)}
+            ORDER BY d.next_attempt_at, d.id`
+    })
+
+    /**
+     * Leases up to `free` due deliveries, oldest first, taking from each webhook at most what
+     * keeps its in-flight count under `perWebhook`: a slow endpoint holds a few slots, never all,
+     * and a webhook with a deep backlog cannot hide the others' deliveries behind its own.
+     */
+    const claim = Effect.fn("DeliveryRepo.claim")(
+      function*(input: {
+        now: number
+        free: number
+        perWebhook: number
+        inFlight: ReadonlyMap<string, number>
+        leaseMillis: number
+      }) {
+        const { now, perWebhook } = input
+        const due = yield* sql<{ readonly id: number; readonly webhookId: string }>`
+          SELECT d.id, d.webhook_id FROM webhooks w
+          JOIN deliveries d ON d.id IN (
+            SELECT id FROM deliveries
+            WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
+            ORDER BY next_attempt_at, id LIMIT ${perWebhook}
+          )
+          ORDER BY d.next_attempt_at, d.id`
+        const taken = new Map<string, number>()
+        const list: Array<number> = []
+        for (const row of due) {
+          if (list.length >= input.free) break
+          const count = (input.inFlight.get(row.webhookId) ?? 0) + (taken.get(row.webhookId) ?? 0)
+          if (count >= perWebhook) continue
+          taken.set(row.webhookId, (taken.get(row.webhookId) ?? 0) + 1)
+          list.push(row.id)
+        }
+        if (list.length === 0) return []
+        yield* sql`UPDATE deliveries SET lease_until = ${now + input.leaseMillis} WHERE id IN ${sql.in(list)}`
+        return yield* claimedById(list)
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    /**
+     * Logs attempts and moves their deliveries on (delivered, retried at `nextAttemptAt`, or
+     * given up), many in one transaction.
+     */
+    const settle = Effect.fn("DeliveryRepo.settle")(
+      function*(settled: ReadonlyArray<Settled>) {
+        for (const { attempt, deliveryId, next } of settled) {
+          yield* webhooks.recordAttempt(attempt)
+          yield* sql`UPDATE deliveries SET attempts = attempts + 1, state = ${next.state},
+                       next_attempt_at = ${next.nextAttemptAt}, lease_until = 0
+                     WHERE id = ${deliveryId}`
+        }
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    /** Ends a delivery whose webhook was removed; nothing is sent. */
+    const drop = (deliveryId: number) =>
+      sql`UPDATE deliveries SET state = 'given_up', lease_until = 0 WHERE id = ${deliveryId}`.pipe(Effect.orDie)
+
+    /** Returns leased deliveries to the queue untouched, so another round attempts them. */
+    const release = (ids: ReadonlyArray<number>) =>
+      ids.length === 0
+        ? Effect.void
+        : sql`UPDATE deliveries SET lease_until = 0 WHERE id IN ${sql.in(ids)}`.pipe(Effect.orDie)
+
+    /**
+     * At start-up: leases still held were taken by a process that is gone (one server delivers
+     * per database). Were another still running, an event could be sent twice, never lost.
+     */
+    const releaseAll = sql`UPDATE deliveries SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0`.pipe(
+      Effect.orDie
+    )
+
+    const nextWakeQuery = SqlSchema.single({
+      Request: Schema.Number,
+      Result: NextWake,
+      execute: (now) =>
+        sql`SELECT
+              (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND lease_until <= ${now}) AS due,
+              (SELECT MIN(lease_until) FROM deliveries WHERE state = 'pending' AND lease_until > ${now}) AS leased`
+    })
+
+    /** The earliest time something may become claimable: a due delivery or an expiring lease. */
+    const nextWake = (now: number) =>
+      nextWakeQuery(now).pipe(
+        Effect.map(({ due, leased }) => {
+          const times = [due, leased].filter((t): t is number => t !== null)
+          return times.length === 0 ? null : Math.min(...times)
+        }),
+        Effect.orDie
+      )
+
+    return { fanOut, claim, settle, drop, release, releaseAll, nextWake } as const
+  }),
+  dependencies: [WebhookRepo.Default]
+}) {}

@@ -1,0 +1,157 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Clock, Effect, Either, Layer, Option } from "effect"
+import { Api } from "../Api.js"
+import { canWrite, CurrentKey } from "../Auth/CurrentKey.js"
+import { AppConfig } from "../Config.js"
+import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
+import { makeId } from "../Domain/Ids.js"
+import { toIso } from "../Domain/Time.js"
+import type { EventEnvelope } from "../Events/Event.js"
+import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import { attemptOnce } from "./DeliveryWorker.js"
+import { Signer } from "./Signer.js"
+import { parseTarget, Resolver, resolveTarget } from "./UrlPolicy.js"
+import { type AttemptRow, WebhookRepo } from "./WebhookRepo.js"
+
+const requireWriter = Effect.gen(function*() {
+  const key = yield* CurrentKey
+  if (!canWrite(key)) return yield* new Forbidden({ message: "This API key is read-only; a writer's key is needed." })
+  return key
+})
+
+/** Workspace webhook endpoints are closed to survey-limited keys (api-v1 §5). */
+const requireWorkspaceKey = Effect.gen(function*() {
+  const key = yield* CurrentKey
+  if (key.surveyIds !== null) {
+    return yield* new Forbidden({ message: "This API key is limited to specific surveys; workspace webhooks need a workspace key." })
+  }
+  return key
+})
+
+const toAttempt = (row: AttemptRow) => ({
+  id: row.id,
+  eventId: row.eventId,
+  eventType: row.eventType,
+  surveyId: row.surveyId,
+  ok: row.ok === 1,
+  responseStatus: row.responseStatus,
+  error: row.error,
+  attemptedAt: toIso(row.attemptedAt)
+})
+
+/** Handlers of api-v1 §4.6 and §4.7. */
+export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
+  const repo = yield* WebhookRepo
+  const signer = yield* Signer
+  const config = yield* AppConfig
+  const resolver = yield* Resolver
+  const services = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(
+      Effect.provideService(Signer, signer),
+      Effect.provideService(AppConfig, config),
+      Effect.provideService(Resolver, resolver)
+    )
+
+  /** The URL policy at registration: syntax, then every address the host resolves to. */
+  const checkTarget = (input: string) =>
+    Effect.gen(function*() {
+      const invalid = (message: string) =>
+        new InvalidRequest({ message: `Invalid \`targetUrl\`: ${message}.`, issues: [{ path: "targetUrl", message }] })
+      const parsed = parseTarget(input, config.webhookAllowPrivateTargets)
+      if (Either.isLeft(parsed)) return yield* invalid(parsed.left)
+      yield* services(resolveTarget(parsed.right, config.webhookAllowPrivateTargets)).pipe(Effect.mapError(invalid))
+      return parsed.right.url.href
+    })
+
+  const register = (workspaceId: string, surveyId: string | null, input: string) =>
+    Effect.gen(function*() {
+      const targetUrl = yield* checkTarget(input)
+      const secret = yield* signer.newSecret
+      yield* repo.put({ workspaceId, surveyId, targetUrl, secret, now: yield* Clock.currentTimeMillis })
+      return { enabled: true, targetUrl, signingSecret: secret }
+    })
+
+  const settings = (workspaceId: string, surveyId: string | null) =>
+    Effect.map(repo.find(workspaceId, surveyId), (found) =>
+      Option.match(found, {
+        onNone: () => ({ enabled: false, targetUrl: null }),
+        onSome: (webhook) => ({ enabled: true, targetUrl: webhook.targetUrl })
+      }))
+
+  const log = (workspaceId: string, surveyId: string | null, limit: number | undefined) =>
+    Effect.map(repo.attempts({ workspaceId, surveyId }, limit ?? 25), (rows) => ({ data: rows.map(toAttempt) }))
+
+  const SurveyWebhookLive = HttpApiBuilder.group(Api, "surveyWebhook", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* SurveyAccess
+      return handlers
+        .handle("get", ({ path }) =>
+          Effect.flatMap(access.require(path.id), (survey) => settings(survey.workspaceId, survey.id)))
+        .handle("put", ({ path, payload }) =>
+          Effect.gen(function*() {
+            const survey = yield* access.require(path.id)
+            yield* requireWriter
+            return yield* register(survey.workspaceId, survey.id, payload.targetUrl)
+          }))
+        .handle("deliveries", ({ path, urlParams }) =>
+          Effect.flatMap(access.require(path.id), (survey) => log(survey.workspaceId, survey.id, urlParams.limit)))
+    }))
+
+  const WorkspaceWebhooksLive = HttpApiBuilder.group(Api, "workspaceWebhooks", (handlers) =>
+    Effect.succeed(
+      handlers
+        .handle("get", () => Effect.flatMap(requireWorkspaceKey, (key) => settings(key.workspaceId, null)))
+        .handle("put", ({ payload }) =>
+          Effect.gen(function*() {
+            const key = yield* requireWorkspaceKey
+            yield* requireWriter
+            return yield* register(key.workspaceId, null, payload.targetUrl)
+          }))
+        .handle("delete", () =>
+          Effect.gen(function*() {
+            const key = yield* requireWorkspaceKey
+            yield* requireWriter
+            yield* repo.remove(key.workspaceId, null)
+          }))
+        .handle("test", () =>
+          Effect.gen(function*() {
+            const key = yield* requireWorkspaceKey
+            yield* requireWriter
+            const webhook = yield* repo.find(key.workspaceId, null)
+            if (Option.isNone(webhook)) {
+              return yield* new InvalidRequest({ message: "No workspace webhook is configured; PUT /webhooks first." })
+            }
+            const now = yield* Clock.currentTimeMillis
+            const event: EventEnvelope = {
+              id: makeId("evt"),
+              type: "webhook.test",
+              timestamp: toIso(now),
+              formId: null,
+              data: {}
+            }
+            const outcome = yield* services(attemptOnce({
+              targetUrl: webhook.value.targetUrl,
+              secret: webhook.value.secret,
+              eventId: event.id,
+              body: JSON.stringify(event)
+            }))
+            yield* repo.recordAttempt({
+              deliveryId: null,
+              scope: "workspace",
+              workspaceId: key.workspaceId,
+              surveyId: null,
+              eventId: event.id,
+              eventType: event.type,
+              ok: outcome.ok,
+              responseStatus: outcome.responseStatus,
+              error: outcome.error,
+              attemptedAt: now
+            }).pipe(Effect.orDie)
+            return { delivered: outcome.ok }
+          }))
+        .handle("deliveries", ({ urlParams }) =>
+          Effect.flatMap(requireWorkspaceKey, (key) => log(key.workspaceId, null, urlParams.limit)))
+    ))
+
+  return Layer.mergeAll(SurveyWebhookLive, WorkspaceWebhooksLive)
+})).pipe(Layer.provide(Layer.mergeAll(WebhookRepo.Default, Signer.StandardWebhooks)))

@@ -1,0 +1,144 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { makeId } from "../Domain/Ids.js"
+import { toIso } from "../Domain/Time.js"
+
+/** A configured endpoint: survey-scoped, or workspace-wide when `surveyId` is null. */
+export const WebhookRow = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  surveyId: Schema.NullOr(Schema.String),
+  targetUrl: Schema.String,
+  secret: Schema.String
+})
+export type WebhookRow = typeof WebhookRow.Type
+
+export const AttemptRow = Schema.Struct({
+  id: Schema.String,
+  eventId: Schema.String,
+  eventType: Schema.String,
+  surveyId: Schema.NullOr(Schema.String),
+  ok: Schema.Number,
+  responseStatus: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  attemptedAt: Schema.Number
+})
+export type AttemptRow = typeof AttemptRow.Type
+
+export interface NewAttempt {
+  readonly deliveryId: number | null
+  readonly scope: "survey" | "workspace"
+  readonly workspaceId: string
+  readonly surveyId: string | null
+  readonly eventId: string
+  readonly eventType: string
+  readonly ok: boolean
+  readonly responseStatus: number | null
+  readonly error: string | null
+  readonly attemptedAt: number
+}
+
+const Scope = Schema.Struct({ workspaceId: Schema.String, surveyId: Schema.NullOr(Schema.String) })
+
+/** Webhook settings and the attempt log. SQL failures are defects here. */
+export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/WebhookRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const findScope = SqlSchema.findOne({
+      Request: Scope,
+      Result: WebhookRow,
+      execute: ({ surveyId, workspaceId }) =>
+        sql`SELECT id, workspace_id, survey_id, target_url, secret FROM webhooks
+            WHERE workspace_id = ${workspaceId} AND IFNULL(survey_id, '') = ${surveyId ?? ""}`
+    })
+
+    const find = Effect.fn("WebhookRepo.find")(function*(workspaceId: string, surveyId: string | null) {
+      return yield* findScope({ workspaceId, surveyId }).pipe(Effect.orDie)
+    })
+
+    /** Registers or replaces the endpoint of a scope with a new secret. */
+    const put = Effect.fn("WebhookRepo.put")(
+      function*(input: { workspaceId: string; surveyId: string | null; targetUrl: string; secret: string; now: number }) {
+        const now = toIso(input.now)
+        const existing = yield* findScope(input)
+        if (Option.isSome(existing)) {
+          yield* sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, updated_at = ${now}
+                     WHERE id = ${existing.value.id}`
+          return
+        }
+        // Events already in the outbox predate this webhook and are not sent to it.
+        yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
+                   SELECT ${makeId("whk")}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
+                          IFNULL(MAX(seq), 0), ${now}, ${now} FROM events`
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    /** Removes a scope's endpoint; its pending deliveries are dropped with it. */
+    const remove = Effect.fn("WebhookRepo.remove")(
+      function*(workspaceId: string, surveyId: string | null) {
+        const existing = yield* findScope({ workspaceId, surveyId })
+        if (Option.isNone(existing)) return
+        yield* sql`UPDATE deliveries SET state = 'given_up', lease_until = 0
+                   WHERE webhook_id = ${existing.value.id} AND state = 'pending'`
+        yield* sql`DELETE FROM webhooks WHERE id = ${existing.value.id}`
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    const recordAttempt = (attempt: NewAttempt) =>
+      sql`INSERT INTO delivery_attempts ${
+        sql.insert({
+          id: makeId("dlv"),
+          deliveryId: attempt.deliveryId,
+          scope: attempt.scope,
+          workspaceId: attempt.workspaceId,
+          surveyId: attempt.surveyId,
+          eventId: attempt.eventId,
+          eventType: attempt.eventType,
+          ok: attempt.ok ? 1 : 0,
+          responseStatus: attempt.responseStatus,
+          error: attempt.error,
+          attemptedAt: attempt.attemptedAt
+        })
+      }`
+
+    const listWorkspace = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.String, limit: Schema.Number }),
+      Result: AttemptRow,
+      execute: ({ limit, workspaceId }) =>
+        sql`SELECT id, event_id, event_type, survey_id, ok, response_status, error, attempted_at
+            FROM delivery_attempts WHERE workspace_id = ${workspaceId} AND scope = 'workspace'
+            ORDER BY attempted_at DESC, rowid DESC LIMIT ${limit}`
+    })
+
+    const listSurvey = SqlSchema.findAll({
+      Request: Schema.Struct({ surveyId: Schema.String, limit: Schema.Number }),
+      Result: AttemptRow,
+      execute: ({ limit, surveyId }) =>
+        sql`SELECT id, event_id, event_type, survey_id, ok, response_status, error, attempted_at
+            FROM delivery_attempts WHERE survey_id = ${surveyId} AND scope = 'survey'
+            ORDER BY attempted_at DESC, rowid DESC LIMIT ${limit}`
+    })
+
+    /** Newest attempts first: the workspace webhook's when `surveyId` is null, else the survey webhook's. */
+    const attempts = Effect.fn("WebhookRepo.attempts")(function*(
+      scope: { workspaceId: string; surveyId: string | null },
+      limit: number
+    ) {
+      return yield* (scope.surveyId === null
+        ? listWorkspace({ workspaceId: scope.workspaceId, limit })
+        : listSurvey({ surveyId: scope.surveyId, limit })).pipe(Effect.orDie)
+    })
+
+    /** Deletes attempts older than the cutoff; returns how many. */
+    const purgeAttempts = Effect.fn("WebhookRepo.purgeAttempts")(function*(olderThan: number) {
+      const rows = yield* sql<{ readonly n: number }>`
+        DELETE FROM delivery_attempts WHERE attempted_at < ${olderThan} RETURNING 1 AS n`.pipe(Effect.orDie)
+      return rows.length
+    })
+
+    return { find, put, remove, recordAttempt, attempts, purgeAttempts } as const
+  })
+}) {}

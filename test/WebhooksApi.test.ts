@@ -1,0 +1,227 @@
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { Webhook } from "standardwebhooks"
+import { Resolver } from "../src/Webhooks/UrlPolicy.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { call, get, TestServer } from "./support/TestServer.js"
+import { receiver } from "./support/WebhookReceiver.js"
+
+const put = (path: string, token: string, body: unknown) =>
+  call("PUT", path, { token, body: typeof body === "string" ? body : JSON.stringify(body) })
+
+interface Settings {
+  readonly enabled: boolean
+  readonly targetUrl: string | null
+  readonly signingSecret?: string
+}
+interface Log {
+  readonly data: ReadonlyArray<{
+    readonly id: string
+    readonly eventId: string
+    readonly eventType: string
+    readonly surveyId: string | null
+    readonly ok: boolean
+    readonly responseStatus: number | null
+    readonly error: string | null
+    readonly attemptedAt: string
+  }>
+}
+
+// A public-looking name that the test resolver maps to a public address; nothing is sent to it here.
+const publicResolver = Layer.succeed(Resolver, {
+  resolve: (host: string) =>
+    host === "hooks.example.com"
+      ? Effect.succeed([{ address: "93.184.216.34", family: 4 as const }])
+      : host === "inside.example.com"
+      ? Effect.succeed([{ address: "93.184.216.34", family: 4 as const }, { address: "10.1.2.3", family: 4 as const }])
+      : Effect.fail(`could not resolve ${host}`)
+})
+
+layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.provide(publicResolver)))(
+  "webhook settings",
+  (it) => {
+    it.effect("GET answers disabled before any PUT, for the survey and the workspace", () =>
+      Effect.gen(function*() {
+        const survey = yield* get("/api/v1/surveys/srv_closed/webhook", TOKENS.viewer)
+        expect(survey.status).toBe(200)
+        expect(survey.body).toEqual({ enabled: false, targetUrl: null })
+        const workspace = yield* get("/api/v1/webhooks", TOKENS.other)
+        expect(workspace.body).toEqual({ enabled: false, targetUrl: null })
+      }))
+
+    it.effect("PUT registers, returns a new secret once, and GET never shows it", () =>
+      Effect.gen(function*() {
+        const first = yield* put("/api/v1/surveys/srv_main/webhook", TOKENS.editor, {
+          targetUrl: "https://hooks.example.com/survey"
+        })
+        expect(first.status).toBe(200)
+        const body = first.body as Settings
+        expect(body.enabled).toBe(true)
+        expect(body.targetUrl).toBe("https://hooks.example.com/survey")
+        expect(body.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+        const again = yield* put("/api/v1/surveys/srv_main/webhook", TOKENS.editor, {
+          targetUrl: "https://hooks.example.com/survey2"
+        })
+        const rotated = again.body as Settings
+        expect(rotated.signingSecret).not.toBe(body.signingSecret)
+        const read = yield* get("/api/v1/surveys/srv_main/webhook", TOKENS.viewer)
+        expect(read.body).toEqual({ enabled: true, targetUrl: "https://hooks.example.com/survey2" })
+        expect(read.text).not.toContain("whsec_")
+        // The workspace webhook is separate and unaffected.
+        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual({ enabled: false, targetUrl: null })
+      }))
+
+    it.effect("workspace PUT, GET and DELETE", () =>
+      Effect.gen(function*() {
+        const registered = yield* put("/api/v1/webhooks", TOKENS.other, { targetUrl: "https://hooks.example.com/ws" })
+        expect(registered.status).toBe(200)
+        const secret = (registered.body as Settings).signingSecret
+        expect(secret).toMatch(/^whsec_/)
+        const read = yield* get("/api/v1/webhooks", TOKENS.other)
+        expect(read.body).toEqual({ enabled: true, targetUrl: "https://hooks.example.com/ws" })
+        const removed = yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.other })
+        expect(removed.status).toBe(204)
+        expect(removed.text).toBe("")
+        expect((yield* get("/api/v1/webhooks", TOKENS.other)).body).toEqual({ enabled: false, targetUrl: null })
+        // Deleting twice is harmless.
+        expect((yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.other })).status).toBe(204)
+      }))
+
+    it.effect("refuses non-public, credential-bearing and malformed URLs with 400 and changes nothing", () =>
+      Effect.gen(function*() {
+        const bad = [
+          "http://hooks.example.com/",
+          "https://127.0.0.1/",
+          "https://2130706433/",
+          "https://0x7f.1/",
+          "https://[::1]/",
+          "https://[::ffff:10.0.0.1]/",
+          "https://169.254.169.254/latest",
+          "https://192.168.1.1/",
+          "https://localhost/",
+          "https://user:secret@hooks.example.com/",
+          "https://inside.example.com/",
+          "https://no-such-host.example/",
+          "not a url",
+          ""
+        ]
+        for (const targetUrl of bad) {
+          const res = yield* put("/api/v1/webhooks", TOKENS.editor, { targetUrl })
+          expect(res.status, targetUrl).toBe(400)
+          const body = res.body as { code: string; message: string }
+          expect(body.code).toBe("invalid_request")
+          expect(body.message).not.toContain("secret")
+        }
+        for (const raw of ["", "{", "[]", "{\"targetUrl\": 5}", "{}", "null"]) {
+          const res = yield* put("/api/v1/surveys/srv_draft/webhook", TOKENS.editor, raw)
+          expect(res.status, raw).toBe(400)
+          expect((res.body as { code: string }).code).toBe("invalid_request")
+        }
+        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual({ enabled: false, targetUrl: null })
+        expect((yield* get("/api/v1/surveys/srv_draft/webhook", TOKENS.editor)).body).toEqual({
+          enabled: false,
+          targetUrl: null
+        })
+      }))
+
+    it.effect("applies the role and scope rules", () =>
+      Effect.gen(function*() {
+        const target = { targetUrl: "https://hooks.example.com/x" }
+        const forbidden = (res: { status: number; body: unknown }) => {
+          expect(res.status).toBe(403)
+          expect((res.body as { code: string }).code).toBe("forbidden")
+        }
+        forbidden(yield* put("/api/v1/webhooks", TOKENS.viewer, target))
+        forbidden(yield* put("/api/v1/surveys/srv_main/webhook", TOKENS.viewer, target))
+        forbidden(yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.viewer }))
+        forbidden(yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.viewer }))
+        // A survey-limited key cannot use any workspace webhook endpoint.
+        forbidden(yield* get("/api/v1/webhooks", TOKENS.limited))
+        forbidden(yield* put("/api/v1/webhooks", TOKENS.limited, target))
+        forbidden(yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.limited }))
+        forbidden(yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.limited }))
+        forbidden(yield* get("/api/v1/webhooks/deliveries", TOKENS.limited))
+        // ...but may manage the webhook of a survey in its list, and not of another.
+        expect((yield* put("/api/v1/surveys/srv_main/webhook", TOKENS.limited, target)).status).toBe(200)
+        forbidden(yield* get("/api/v1/surveys/srv_draft/webhook", TOKENS.limited))
+        // Another workspace's, trashed and missing surveys are 404.
+        for (const id of ["srv_other", "srv_trashed", "srv_nope"]) {
+          const res = yield* get(`/api/v1/surveys/${id}/webhook`, TOKENS.editor)
+          expect(res.status).toBe(404)
+          expect((yield* get(`/api/v1/surveys/${id}/webhook/deliveries`, TOKENS.editor)).status).toBe(404)
+          expect((yield* put(`/api/v1/surveys/${id}/webhook`, TOKENS.editor, target)).status).toBe(404)
+        }
+        expect((yield* get("/api/v1/webhooks", TOKENS.freePlan)).status).toBe(403)
+        expect((yield* get("/api/v1/webhooks")).status).toBe(401)
+      }))
+
+    it.effect("delivery logs validate limit and answer an empty list at first", () =>
+      Effect.gen(function*() {
+        const empty = yield* get("/api/v1/webhooks/deliveries", TOKENS.other)
+        expect(empty.status).toBe(200)
+        expect(empty.body).toEqual({ data: [] })
+        for (const limit of ["0", "101", "abc", "1.5"]) {
+          const res = yield* get(`/api/v1/webhooks/deliveries?limit=${limit}`, TOKENS.editor)
+          expect(res.status, limit).toBe(400)
+          expect((res.body as { code: string }).code).toBe("invalid_request")
+          const survey = yield* get(`/api/v1/surveys/srv_main/webhook/deliveries?limit=${limit}`, TOKENS.editor)
+          expect(survey.status, limit).toBe(400)
+        }
+      }))
+
+    it.effect("POST /webhooks/test without a workspace webhook answers 400", () =>
+      Effect.gen(function*() {
+        const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.other })
+        expect(res.status).toBe(400)
+        expect((res.body as { code: string }).code).toBe("invalid_request")
+      }))
+  }
+)
+
+// Live clock: standardwebhooks refuses timestamps far from the present.
+layer(TestServer(baseFixture), { excludeTestServices: true })("POST /webhooks/test", (it) => {
+  it.effect("sends one signed webhook.test event that standardwebhooks verifies, and logs it", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const registered = yield* put("/api/v1/webhooks", TOKENS.editor, { targetUrl: target.url })
+      const secret = (registered.body as Settings).signingSecret ?? ""
+      const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
+      expect(res.status).toBe(200)
+      expect(res.body).toEqual({ delivered: true })
+      const [delivery] = yield* target.received
+      expect(delivery).toBeDefined()
+      if (delivery === undefined) return
+      const verified = new Webhook(secret).verify(delivery.body, delivery.headers) as Record<string, unknown>
+      expect(verified["type"]).toBe("webhook.test")
+      expect(verified["formId"]).toBeNull()
+      expect(verified["data"]).toEqual({})
+      expect(delivery.headers["x-service-event-id"]).toBe(verified["id"])
+      expect(delivery.headers["webhook-id"]).toBe(verified["id"])
+      expect(delivery.headers["content-type"]).toBe("application/json")
+      expect(delivery.headers["user-agent"]).toBe("survey-service-webhooks/1")
+      const log = (yield* get("/api/v1/webhooks/deliveries", TOKENS.editor)).body as Log
+      expect(log.data).toHaveLength(1)
+      expect(log.data[0]).toMatchObject({
+        eventId: verified["id"],
+        eventType: "webhook.test",
+        surveyId: null,
+        ok: true,
+        responseStatus: 200,
+        error: null
+      })
+      expect(log.data[0]?.id).toMatch(/^dlv_/)
+      expect(JSON.stringify(log)).not.toContain("\"data\":{}")
+    }).pipe(Effect.scoped))
+
+  it.effect("answers delivered false, and logs the status, when the endpoint refuses", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver(() => new Response("nope", { status: 503 }))
+      yield* put("/api/v1/webhooks", TOKENS.editor, { targetUrl: target.url })
+      const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
+      expect(res.body).toEqual({ delivered: false })
+      const log = (yield* get("/api/v1/webhooks/deliveries?limit=1", TOKENS.editor)).body as Log
+      expect(log.data).toHaveLength(1)
+      expect(log.data[0]).toMatchObject({ ok: false, responseStatus: 503, error: "HTTP 503" })
+      expect((yield* target.received)).toHaveLength(1)
+    }).pipe(Effect.scoped))
+})

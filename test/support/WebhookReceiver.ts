@@ -1,0 +1,66 @@
+import { Effect } from "effect"
+
+/** One request as a webhook receiver saw it. */
+export interface Received {
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+  readonly host: string
+}
+
+export interface Receiver {
+  readonly url: string
+  readonly port: number
+  readonly received: Effect.Effect<ReadonlyArray<Received>>
+}
+
+/**
+ * A real HTTP receiver on 127.0.0.1 that records every request and answers with `answer`
+ * (200 by default). Stopped when the scope closes.
+ */
+export const receiver = (
+  answer: (request: Request) => Response | Promise<Response> = () => new Response("ok"),
+  options: { readonly tls?: { readonly cert: string; readonly key: string } } = {}
+) =>
+  Effect.gen(function*() {
+    const log: Array<Received> = []
+    const server = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        Bun.serve({
+          hostname: "127.0.0.1",
+          port: 0,
+          idleTimeout: 0,
+          ...(options.tls === undefined ? {} : { tls: options.tls }),
+          async fetch(request) {
+            const body = await request.text()
+            const headers = Object.fromEntries(request.headers.entries())
+            log.push({ headers, body, host: headers["host"] ?? "" })
+            return answer(request)
+          }
+        })
+      ),
+      (server) => Effect.promise(() => server.stop(true))
+    )
+    const scheme = options.tls === undefined ? "http" : "https"
+    return {
+      url: `${scheme}://127.0.0.1:${server.port}/hook`,
+      port: server.port ?? 0,
+      received: Effect.sync((): ReadonlyArray<Received> => [...log])
+    } satisfies Receiver
+  })
+
+/** Waits in real time (bounded) until `check` holds; fails the test otherwise. */
+export const eventually = <A, R>(
+  probe: Effect.Effect<A, never, R>,
+  check: (value: A) => boolean,
+  options: { readonly tries?: number; readonly everyMillis?: number } = {}
+) =>
+  Effect.gen(function*() {
+    const tries = options.tries ?? 400
+    let last = yield* probe
+    for (let i = 0; i < tries && !check(last); i++) {
+      yield* Effect.promise(() => Bun.sleep(options.everyMillis ?? 10))
+      last = yield* probe
+    }
+    if (!check(last)) return yield* Effect.dieMessage(`condition not reached; last value: ${JSON.stringify(last)}`)
+    return last
+  })
