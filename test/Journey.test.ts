@@ -1,9 +1,12 @@
 import { SqlClient } from "@effect/sql"
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { AggregatorLive } from "../src/Analytics/Aggregator.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { Webhook } from "standardwebhooks"
 import { call, get, TestServer } from "./support/TestServer.js"
+import { eventually, receiver } from "./support/WebhookReceiver.js"
+import { register, WebhookWorld } from "./support/WebhookWorld.js"
 
 interface Analytics {
   readonly responseCount: number
@@ -74,4 +77,57 @@ layer(TestServer(baseFixture))("a respondent's journey through every part", (it)
       expect(optionCount(after, "b")).toBe(optionCount(before, "b") + 1)
       expect(optionCount(after, "a")).toBe(optionCount(before, "a"))
     }).pipe(Effect.scoped))
+})
+
+describe("a completion reaches the integrator", () => {
+  it.live("respondent API completion → signed deliveries to the survey and workspace webhooks, in both logs", () =>
+    Effect.gen(function*() {
+      const surveyTarget = yield* receiver()
+      const workspaceTarget = yield* receiver()
+      const surveySecret = yield* register(surveyTarget.url, "srv_main")
+      const workspaceSecret = yield* register(workspaceTarget.url)
+
+      const created = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ externalUserId: "integrator-42" })
+      })
+      const embedPath = new URL((created.body as { embedUrl: string }).embedUrl).pathname
+      const page = yield* call("GET", embedPath, { headers: { accept: "application/json" } })
+      const respondentToken = (page.body as { respondentToken: string }).respondentToken
+      const started = yield* call("POST", "/respond/v1/responses", {
+        token: respondentToken,
+        body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
+      })
+      expect(started.status).toBe(201)
+      const responseId = (started.body as { responseId: string }).responseId
+
+      const [toSurvey] = yield* eventually(surveyTarget.received, (all) => all.length >= 1)
+      const [toWorkspace] = yield* eventually(workspaceTarget.received, (all) => all.length >= 1)
+      if (toSurvey === undefined || toWorkspace === undefined) return yield* Effect.dieMessage("nothing received")
+      const event = new Webhook(surveySecret).verify(toSurvey.body, toSurvey.headers) as Record<string, unknown>
+      const same = new Webhook(workspaceSecret).verify(toWorkspace.body, toWorkspace.headers) as Record<string, unknown>
+      expect(event["id"]).toBe(same["id"])
+      expect(event).toMatchObject({
+        type: "response.completed",
+        formId: "srv_main",
+        data: { responseId, externalUserId: "integrator-42", response: { id: responseId, completed: true } }
+      })
+      expect(toSurvey.headers["x-service-event-id"]).toBe(event["id"])
+
+      // The event's response is what the API answers for it.
+      const read = yield* get(`/api/v1/surveys/srv_main/responses/${responseId}`, TOKENS.viewer)
+      expect((event["data"] as { response: unknown }).response).toEqual(read.body)
+
+      interface Log {
+        readonly data: ReadonlyArray<{ readonly eventId: string; readonly ok: boolean; readonly responseStatus: number | null }>
+      }
+      for (const path of ["/api/v1/surveys/srv_main/webhook/deliveries", "/api/v1/webhooks/deliveries"]) {
+        const log = yield* eventually(
+          Effect.map(get(path, TOKENS.viewer), (r) => r.body as Log),
+          (l) => l.data.length >= 1
+        )
+        expect(log.data[0]).toMatchObject({ eventId: event["id"], ok: true, responseStatus: 200 })
+        expect(JSON.stringify(log)).not.toContain("integrator-42")
+      }
+    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
 })
