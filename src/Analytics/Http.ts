@@ -14,5 +14,5 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
         yield* access.require(path.id)
         const { questions, stored } = yield* repo.snapshot(path.id).pipe(Effect.orDie)
         return analyticsOf(questions, stored.aggregates)
-      }).pipe(Effect.withSpan("Analytics.get")))
+      }))
   })).pipe(Layer.provide(AggregateRepo.Default))

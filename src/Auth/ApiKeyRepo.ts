@@ -46,8 +46,11 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
             WHERE k.token_hash = ${tokenHash} AND k.revoked = 0`
     })
 
-    /** Resolves a token hash to what the key may do right now (decisions §3). */
-    const lookup = Effect.fn("ApiKeyRepo.lookup")(function*(tokenHash: string) {
+    /**
+     * Resolves a token hash to what the key may do right now (decisions §3). On every request's
+     * path, so without a span of its own: the request's covers it.
+     */
+    const lookup = Effect.fnUntraced(function*(tokenHash: string) {
       const row = yield* findByHash(tokenHash).pipe(Effect.orDie)
       if (Option.isNone(row)) return { _tag: "Unknown" } as const
       const r = row.value

@@ -82,13 +82,12 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
     return {
       /** Current questions of a survey in order, sections included (they are layout for the respondent page). */
       listForSurvey: (surveyId: string) =>
-        bySurvey(surveyId).pipe(Effect.orDie, Effect.withSpan("QuestionRepo.listForSurvey")),
+        bySurvey(surveyId).pipe(Effect.orDie),
       /** The questions the API shows (no sections), in order and in wire form. */
       listWire: (surveyId: string) =>
         apiBySurvey(surveyId).pipe(
           Effect.map((rows) => rows.map(questionWire)),
-          Effect.orDie,
-          Effect.withSpan("QuestionRepo.listWire")
+          Effect.orDie
         )
     } as const
   })

@@ -186,23 +186,22 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
           afterKey: Option.match(req.after, { onNone: () => null, onSome: (p) => p.key }),
           afterId: Option.match(req.after, { onNone: () => null, onSome: (p) => p.id }),
           limit: req.limit
-        }).pipe(Effect.orDie, Effect.withSpan("ResponseRepo.list")),
+        }).pipe(Effect.orDie),
       withAnswers: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
-        withAnswers(surveyId, rows).pipe(Effect.orDie, Effect.withSpan("ResponseRepo.withAnswers")),
+        withAnswers(surveyId, rows).pipe(Effect.orDie),
       /** `withAnswers` in wire form, for answers that skip re-encoding. */
       withAnswersWire: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
         (rows.length === 0
           ? Effect.succeed([])
           : Effect.map(wireAnswersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assembleWire(rows, answers)))
-          .pipe(Effect.orDie, Effect.withSpan("ResponseRepo.withAnswersWire")),
+          .pipe(Effect.orDie),
       findById: (surveyId: string, id: string) =>
         findOne({ surveyId, id }).pipe(
           Effect.flatMap(Option.match({
             onNone: () => Effect.succeed(Option.none<SurveyResponse>()),
             onSome: (row) => Effect.map(withAnswers(surveyId, [row]), (all) => Option.fromNullable(all[0]))
           })),
-          Effect.orDie,
-          Effect.withSpan("ResponseRepo.findById")
+          Effect.orDie
         )
     } as const
   })

@@ -76,7 +76,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
     })
 
     return {
-      findById: (id: string) => findById(id).pipe(Effect.orDie, Effect.withSpan("SurveyRepo.findById")),
+      findById: (id: string) => findById(id).pipe(Effect.orDie),
       /** One page in "newest activity first" order, plus one row to tell whether more follow. */
       list: (req: ListSurveys) =>
         listPage({
@@ -85,7 +85,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
           afterKey: Option.match(req.after, { onNone: () => null, onSome: (p) => p.key }),
           afterId: Option.match(req.after, { onNone: () => null, onSome: (p) => p.id }),
           limit: req.limit
-        }).pipe(Effect.orDie, Effect.withSpan("SurveyRepo.list"))
+        }).pipe(Effect.orDie)
     } as const
   })
 }) {}
