@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { StoredQuestionType } from "../Domain/Question.js"
+import { num, text } from "../Sql/Rows.js"
 import {
   type Aggregates,
   type Contribution,
@@ -30,30 +31,6 @@ const toDef = (row: typeof QuestionDefRow.Type): QuestionDef => ({
   options: row.options
 })
 
-const SurveyRow = Schema.Struct({ responseCount: Schema.Number, completedCount: Schema.Number, signature: Schema.String })
-const ReachRow = Schema.Struct({ position: Schema.Number, count: Schema.Number })
-const QuestionRow = Schema.Struct({
-  questionId: Schema.String,
-  answered: Schema.Number,
-  textCount: Schema.Number,
-  numericCount: Schema.Number,
-  numericSum: Schema.Number,
-  numericSumSquares: Schema.Number
-})
-const OptionRow = Schema.Struct({
-  questionId: Schema.String,
-  value: Schema.String,
-  count: Schema.Number,
-  rankSum: Schema.Number
-})
-const NumberRow = Schema.Struct({ questionId: Schema.String, num: Schema.Number, count: Schema.Number })
-const decodeStored = Schema.decodeUnknown(Schema.Struct({
-  survey: Schema.Array(SurveyRow),
-  reach: Schema.Array(ReachRow),
-  questions: Schema.Array(QuestionRow),
-  options: Schema.Array(OptionRow),
-  numbers: Schema.Array(NumberRow)
-}))
 const ContributionRow = Schema.Struct({ responseId: Schema.String, surveyId: Schema.String, contribution: ContributionJson })
 const decodeContributions = Schema.decodeUnknown(Schema.Array(ContributionRow))
 const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: Schema.String, surveyId: Schema.String })
@@ -106,36 +83,46 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     /** The stored counters of one survey and the layout signature they were built against. */
     const load = (surveyId: string) =>
       Effect.gen(function*() {
+        // Read as value rows with typed column reads: a Schema decode of every counter row cost
+        // more than the queries (docs/performance.md).
         const stored = yield* Effect.all({
           survey: sql`SELECT response_count, completed_count, signature FROM analytics_surveys
-                      WHERE survey_id = ${surveyId}`,
-          reach: sql`SELECT position, count FROM analytics_reach WHERE survey_id = ${surveyId}`,
+                      WHERE survey_id = ${surveyId}`.values,
+          reach: sql`SELECT position, count FROM analytics_reach WHERE survey_id = ${surveyId}`.values,
           questions: sql`SELECT question_id, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
-                         FROM analytics_questions WHERE survey_id = ${surveyId}`,
-          options: sql`SELECT question_id, value, count, rank_sum FROM analytics_options WHERE survey_id = ${surveyId}`,
+                         FROM analytics_questions WHERE survey_id = ${surveyId}`.values,
+          options: sql`SELECT question_id, value, count, rank_sum FROM analytics_options WHERE survey_id = ${surveyId}`
+            .values,
           numbers: sql`SELECT question_id, num, count FROM analytics_numbers WHERE survey_id = ${surveyId}
-                       ORDER BY question_id, num`
-        }).pipe(Effect.flatMap(decodeStored))
+                       ORDER BY question_id, num`.values
+        })
         const agg = emptyAggregates()
         const survey = stored.survey[0]
-        agg.responseCount = survey?.responseCount ?? 0
-        agg.completedCount = survey?.completedCount ?? 0
-        for (const r of stored.reach) agg.reach.set(r.position, r.count)
+        agg.responseCount = survey === undefined ? 0 : num(survey, 0, "response_count")
+        agg.completedCount = survey === undefined ? 0 : num(survey, 1, "completed_count")
+        for (const r of stored.reach) agg.reach.set(num(r, 0, "position"), num(r, 1, "count"))
         for (const q of stored.questions) {
-          const { questionId, ...counters } = q
-          agg.questions.set(questionId, counters)
+          agg.questions.set(text(q, 0, "question_id"), {
+            answered: num(q, 1, "answered"),
+            textCount: num(q, 2, "text_count"),
+            numericCount: num(q, 3, "numeric_count"),
+            numericSum: num(q, 4, "numeric_sum"),
+            numericSumSquares: num(q, 5, "numeric_sum_squares")
+          })
         }
         for (const o of stored.options) {
-          const map = agg.options.get(o.questionId) ?? new Map()
-          map.set(o.value, { count: o.count, rankSum: o.rankSum })
-          agg.options.set(o.questionId, map)
+          const questionId = text(o, 0, "question_id")
+          const map = agg.options.get(questionId) ?? new Map()
+          map.set(text(o, 1, "value"), { count: num(o, 2, "count"), rankSum: num(o, 3, "rank_sum") })
+          agg.options.set(questionId, map)
         }
         for (const n of stored.numbers) {
-          const map = agg.numbers.get(n.questionId) ?? new Map()
-          map.set(n.num, n.count)
-          agg.numbers.set(n.questionId, map)
+          const questionId = text(n, 0, "question_id")
+          const map = agg.numbers.get(questionId) ?? new Map()
+          map.set(num(n, 1, "num"), num(n, 2, "count"))
+          agg.numbers.set(questionId, map)
         }
-        return { aggregates: agg, signature: survey === undefined ? null : survey.signature }
+        return { aggregates: agg, signature: survey === undefined ? null : text(survey, 2, "signature") }
       })
 
     /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */

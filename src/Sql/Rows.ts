@@ -1,0 +1,22 @@
+/**
+ * Typed reads of rows fetched with `.values` (arrays in column order, no name transform), for
+ * hot read paths where a Schema decode per row costs more than the query itself. Each read
+ * checks the value's type; a mismatch means the table no longer has the shape the query
+ * expects, a defect reported with the column's name.
+ */
+type Row = ReadonlyArray<unknown>
+
+const shapeError = (column: string, expected: string, value: unknown) =>
+  new TypeError(`Column ${column}: expected ${expected}, got ${value === null ? "null" : typeof value}`)
+
+export const text = (row: Row, index: number, column: string): string => {
+  const value = row[index]
+  if (typeof value === "string") return value
+  throw shapeError(column, "text", value)
+}
+
+export const num = (row: Row, index: number, column: string): number => {
+  const value = row[index]
+  if (typeof value === "number") return value
+  throw shapeError(column, "a number", value)
+}
