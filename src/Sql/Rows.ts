@@ -20,3 +20,22 @@ export const num = (row: Row, index: number, column: string): number => {
   if (typeof value === "number") return value
   throw shapeError(column, "a number", value)
 }
+
+export const nullableText = (row: Row, index: number, column: string): string | null => {
+  const value = row[index]
+  if (value === null || typeof value === "string") return value
+  throw shapeError(column, "text or null", value)
+}
+
+/** A text column holding one of `literals`. */
+export const oneOf = <const L extends ReadonlyArray<string>>(
+  row: Row,
+  index: number,
+  column: string,
+  literals: L
+): L[number] => {
+  const value = row[index]
+  const found = literals.find((literal) => literal === value)
+  if (found !== undefined) return found
+  throw shapeError(column, literals.join(" | "), value)
+}
