@@ -39,3 +39,17 @@ export const oneOf = <const L extends ReadonlyArray<string>>(
   if (found !== undefined) return found
   throw shapeError(column, literals.join(" | "), value)
 }
+
+export const nullableNum = (row: Row, index: number, column: string): number | null => {
+  const value = row[index]
+  if (value === null || typeof value === "number") return value
+  throw shapeError(column, "a number or null", value)
+}
+
+/** A text column holding one of `literals`, or null. */
+export const nullableOneOf = <const L extends ReadonlyArray<string>>(
+  row: Row,
+  index: number,
+  column: string,
+  literals: L
+): L[number] | null => (row[index] === null ? null : oneOf(row, index, column, literals))
