@@ -512,37 +512,23 @@ interface StoredQuestion {
 const allQuestionsOf = db.query<StoredQuestion, [string]>(
   "SELECT id, survey_id, type, position, deleted, options FROM questions WHERE survey_id = ?"
 )
-const storedSurvey = db.query<{ response_count: number; completed_count: number; signature: string }, [string]>(
-  "SELECT response_count, completed_count, signature FROM analytics_surveys WHERE survey_id = ?"
-)
-const storedReach = db.query<{ position: number; count: number }, [string]>(
-  "SELECT position, count FROM analytics_reach WHERE survey_id = ?"
-)
-const storedQuestions = db.query<{
-  question_id: string
-  answered: number
-  text_count: number
-  numeric_count: number
-  numeric_sum: number
-  numeric_sum_squares: number
-}, [string]>(
-  `SELECT question_id, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
-   FROM analytics_questions WHERE survey_id = ?`
-)
-const storedOptions = db.query<{ question_id: string; value: string; count: number; rank_sum: number }, [string]>(
-  "SELECT question_id, value, count, rank_sum FROM analytics_options WHERE survey_id = ?"
-)
-const storedNumbers = db.query<{ question_id: string; num: number; count: number }, [string]>(
-  "SELECT question_id, num, count FROM analytics_numbers WHERE survey_id = ? ORDER BY question_id, num"
+/** The five counter tables in one statement, as the service reads them; column 0 tells the table. */
+const storedCounters = db.query<Array<string | number | null>, Array<string>>(
+  `SELECT 0, NULL, NULL, response_count, completed_count, signature, NULL, NULL
+     FROM analytics_surveys WHERE survey_id = ?
+   UNION ALL SELECT 1, NULL, NULL, position, count, NULL, NULL, NULL
+     FROM analytics_reach WHERE survey_id = ?
+   UNION ALL SELECT 2, question_id, NULL, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
+     FROM analytics_questions WHERE survey_id = ?
+   UNION ALL SELECT 3, question_id, value, count, rank_sum, NULL, NULL, NULL
+     FROM analytics_options WHERE survey_id = ?
+   UNION ALL SELECT 4, question_id, NULL, num, count, NULL, NULL, NULL
+     FROM analytics_numbers WHERE survey_id = ?`
 )
 
 const snapshot = db.transaction((surveyId: string) => ({
   questions: allQuestionsOf.all(surveyId),
-  survey: storedSurvey.get(surveyId),
-  reach: storedReach.all(surveyId),
-  counters: storedQuestions.all(surveyId),
-  options: storedOptions.all(surveyId),
-  numbers: storedNumbers.all(surveyId)
+  counters: storedCounters.values(surveyId, surveyId, surveyId, surveyId, surveyId)
 }))
 
 // The same arithmetic as src/Analytics/Compute.ts, restated here so that the baseline loads no Effect.
@@ -563,22 +549,37 @@ const medianOf = (sorted: ReadonlyArray<readonly [number, number]>, total: numbe
 
 const analyticsJson = (surveyId: string) => {
   const s = snapshot(surveyId)
-  const responseCount = s.survey?.response_count ?? 0
-  const completedCount = s.survey?.completed_count ?? 0
-  const counters = new Map(s.counters.map((c) => [c.question_id, c]))
+  let responseCount = 0
+  let completedCount = 0
+  const counters = new Map<string, {
+    answered: number
+    text_count: number
+    numeric_count: number
+    numeric_sum: number
+    numeric_sum_squares: number
+  }>()
   const options = new Map<string, Map<string, { count: number; rankSum: number }>>()
-  for (const o of s.options) {
-    const map = options.get(o.question_id) ?? new Map<string, { count: number; rankSum: number }>()
-    map.set(o.value, { count: o.count, rankSum: o.rank_sum })
-    options.set(o.question_id, map)
-  }
   const numbers = new Map<string, Map<number, number>>()
-  for (const n of s.numbers) {
-    const map = numbers.get(n.question_id) ?? new Map<number, number>()
-    map.set(n.num, n.count)
-    numbers.set(n.question_id, map)
+  const reach = new Map<number, number>()
+  for (const row of s.counters as Array<[number, string, string, number, number, number, number, number]>) {
+    const [kind, questionId, value, a, b, c, d, e] = row
+    if (kind === 0) {
+      responseCount = a
+      completedCount = b
+    } else if (kind === 1) {
+      reach.set(a, b)
+    } else if (kind === 2) {
+      counters.set(questionId, { answered: a, text_count: b, numeric_count: c, numeric_sum: d, numeric_sum_squares: e })
+    } else if (kind === 3) {
+      const map = options.get(questionId) ?? new Map<string, { count: number; rankSum: number }>()
+      map.set(value, { count: a, rankSum: b })
+      options.set(questionId, map)
+    } else {
+      const map = numbers.get(questionId) ?? new Map<number, number>()
+      map.set(a, b)
+      numbers.set(questionId, map)
+    }
   }
-  const reach = new Map(s.reach.map((r) => [r.position, r.count]))
   const reachAtOrAfter = (position: number) => {
     let reached = completedCount
     for (const [at, count] of reach) if (at >= position) reached += count

@@ -83,46 +83,58 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     /** The stored counters of one survey and the layout signature they were built against. */
     const load = (surveyId: string) =>
       Effect.gen(function*() {
-        // Read as value rows with typed column reads: a Schema decode of every counter row cost
-        // more than the queries (docs/performance.md).
-        const stored = yield* Effect.all({
-          survey: sql`SELECT response_count, completed_count, signature FROM analytics_surveys
-                      WHERE survey_id = ${surveyId}`.values,
-          reach: sql`SELECT position, count FROM analytics_reach WHERE survey_id = ${surveyId}`.values,
-          questions: sql`SELECT question_id, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
-                         FROM analytics_questions WHERE survey_id = ${surveyId}`.values,
-          options: sql`SELECT question_id, value, count, rank_sum FROM analytics_options WHERE survey_id = ${surveyId}`
-            .values,
-          numbers: sql`SELECT question_id, num, count FROM analytics_numbers WHERE survey_id = ${surveyId}
-                       ORDER BY question_id, num`.values
-        })
+        // One statement for the five counter tables (each `@effect/sql` step costs more than these
+        // small reads), as value rows with typed column reads instead of a Schema decode per row
+        // (docs/performance.md). Column 0 tells the table; the others are that table's columns.
+        const rows = yield* sql`
+          SELECT 0, NULL, NULL, response_count, completed_count, signature, NULL, NULL
+            FROM analytics_surveys WHERE survey_id = ${surveyId}
+          UNION ALL SELECT 1, NULL, NULL, position, count, NULL, NULL, NULL
+            FROM analytics_reach WHERE survey_id = ${surveyId}
+          UNION ALL SELECT 2, question_id, NULL, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
+            FROM analytics_questions WHERE survey_id = ${surveyId}
+          UNION ALL SELECT 3, question_id, value, count, rank_sum, NULL, NULL, NULL
+            FROM analytics_options WHERE survey_id = ${surveyId}
+          UNION ALL SELECT 4, question_id, NULL, num, count, NULL, NULL, NULL
+            FROM analytics_numbers WHERE survey_id = ${surveyId}`.values
         const agg = emptyAggregates()
-        const survey = stored.survey[0]
-        agg.responseCount = survey === undefined ? 0 : num(survey, 0, "response_count")
-        agg.completedCount = survey === undefined ? 0 : num(survey, 1, "completed_count")
-        for (const r of stored.reach) agg.reach.set(num(r, 0, "position"), num(r, 1, "count"))
-        for (const q of stored.questions) {
-          agg.questions.set(text(q, 0, "question_id"), {
-            answered: num(q, 1, "answered"),
-            textCount: num(q, 2, "text_count"),
-            numericCount: num(q, 3, "numeric_count"),
-            numericSum: num(q, 4, "numeric_sum"),
-            numericSumSquares: num(q, 5, "numeric_sum_squares")
-          })
+        let signature: string | null = null
+        for (const row of rows) {
+          switch (num(row, 0, "kind")) {
+            case 0:
+              agg.responseCount = num(row, 3, "response_count")
+              agg.completedCount = num(row, 4, "completed_count")
+              signature = text(row, 5, "signature")
+              break
+            case 1:
+              agg.reach.set(num(row, 3, "position"), num(row, 4, "count"))
+              break
+            case 2:
+              agg.questions.set(text(row, 1, "question_id"), {
+                answered: num(row, 3, "answered"),
+                textCount: num(row, 4, "text_count"),
+                numericCount: num(row, 5, "numeric_count"),
+                numericSum: num(row, 6, "numeric_sum"),
+                numericSumSquares: num(row, 7, "numeric_sum_squares")
+              })
+              break
+            case 3: {
+              const questionId = text(row, 1, "question_id")
+              const map = agg.options.get(questionId) ?? new Map()
+              map.set(text(row, 2, "value"), { count: num(row, 3, "count"), rankSum: num(row, 4, "rank_sum") })
+              agg.options.set(questionId, map)
+              break
+            }
+            case 4: {
+              const questionId = text(row, 1, "question_id")
+              const map = agg.numbers.get(questionId) ?? new Map()
+              map.set(num(row, 3, "num"), num(row, 4, "count"))
+              agg.numbers.set(questionId, map)
+              break
+            }
+          }
         }
-        for (const o of stored.options) {
-          const questionId = text(o, 0, "question_id")
-          const map = agg.options.get(questionId) ?? new Map()
-          map.set(text(o, 1, "value"), { count: num(o, 2, "count"), rankSum: num(o, 3, "rank_sum") })
-          agg.options.set(questionId, map)
-        }
-        for (const n of stored.numbers) {
-          const questionId = text(n, 0, "question_id")
-          const map = agg.numbers.get(questionId) ?? new Map()
-          map.set(num(n, 1, "num"), num(n, 2, "count"))
-          agg.numbers.set(questionId, map)
-        }
-        return { aggregates: agg, signature: survey === undefined ? null : text(survey, 2, "signature") }
+        return { aggregates: agg, signature }
       })
 
     /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
