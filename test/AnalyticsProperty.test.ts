@@ -99,7 +99,7 @@ const plain = (agg: Aggregates) => ({
   numbers: [...agg.numbers].flatMap(([q, m]) => [...m].map(([n, c]) => `${q}:${n}:${c}`)).sort()
 })
 
-const toPlainAnalytics = (a: Analytics): unknown => JSON.parse(JSON.stringify(a))
+const toPlainAnalytics = (a: typeof Analytics.Encoded): unknown => JSON.parse(JSON.stringify(a))
 
 const Setup = Layer.mergeAll(Aggregator.Default, AggregateRepo.Default).pipe(
   Layer.provideMerge(TestDatabase({

@@ -1,5 +1,6 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, FastCheck as fc, Schema } from "effect"
+import { Analytics } from "../src/Domain/Analytics.js"
 import { QuestionList } from "../src/Domain/Question.js"
 import { SurveyResponse } from "../src/Domain/Response.js"
 import { Survey } from "../src/Domain/Survey.js"
@@ -19,6 +20,7 @@ layer(TestServer(baseFixture))("pre-encoded read answers match their declared sc
     ["/api/v1/surveys?limit=1", SurveyPage],
     ["/api/v1/surveys/srv_main", Survey],
     ["/api/v1/surveys/srv_main/questions", QuestionList],
+    ["/api/v1/surveys/srv_main/analytics", Analytics],
     ["/api/v1/surveys/srv_main/responses", ResponsePage],
     ["/api/v1/surveys/srv_main/responses?limit=1&status=completed", ResponsePage]
   ] as const

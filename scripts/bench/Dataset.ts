@@ -90,8 +90,24 @@ const answersOf = (rand: () => number, s: number, r: number) => {
   return all.filter((a) => a.values.length > 0)
 }
 
+/**
+ * The benchmark accounts' plan: API access and limits that minutes of load never reach, so that
+ * every request is counted (and its RateLimit-* headers computed) but none is refused. With equal
+ * limits the month is always the limit with the least remaining, so the headers do not depend on
+ * when within the burst window each server started.
+ */
+export const BENCH_PLAN = {
+  id: "bench",
+  apiAccess: true,
+  burstLimit: 1_000_000_000,
+  burstWindowMinutes: 1,
+  dailyLimit: 1_000_000_000,
+  monthlyLimit: 1_000_000_000
+}
+
 const head = (opts: DatasetOptions) => ({
-  accounts: [{ id: "acc_bench", planId: "business" }, { id: "acc_deep", planId: "business" }],
+  plans: [BENCH_PLAN],
+  accounts: [{ id: "acc_bench", planId: "bench" }, { id: "acc_deep", planId: "bench" }],
   workspaces: [{ id: "ws_bench", ownerAccountId: "acc_bench" }, { id: "ws_deep", ownerAccountId: "acc_deep" }],
   members: [
     { workspaceId: "ws_bench", accountId: "acc_bench", role: "owner" },

@@ -6,28 +6,32 @@
  * membership and the owner's plan, the survey access rules of decisions §3, the same queries, the
  * same JSON bytes and the same headers (including `x-request-id`).
  *
+ * Quota: the same per-account counting as the service (see `countRequest`).
+ *
  * Usage: bun scripts/bench/baseline.ts --port 8081 --db path/to/survey.db
  */
 import { Database, type Statement } from "bun:sqlite"
 import { parseArgs } from "node:util"
 import { hashToken } from "../../src/Auth/Token.js"
 import { randomBase62 } from "../../src/Domain/Ids.js"
+import { AccountUsage, type RateLimitHeaders } from "../../src/Quota/AccountUsage.js"
+import { nextUtcMidnight, utcDay, utcMonth } from "../../src/Quota/Calendar.js"
 
 interface Key {
   readonly id: string
   readonly workspaceId: string
   readonly accountId: string
   readonly surveyIds: ReadonlySet<string> | null
-  readonly planId: string
+  readonly plan: Plan
 }
 
-/**
- * Quota counting hook: called for every authenticated request that passed the plan gate, before
- * the handler, exactly where the service's limiter counts. It counts nothing yet; when the
- * service's quota limiter is in place, this does the same counting (same table, same durability
- * bound) and adds the same RateLimit-* headers, so the comparison stays fair.
- */
-const countRequest = (_key: Key): Record<string, string> => ({})
+interface Plan {
+  readonly planId: string
+  readonly burstLimit: number
+  readonly burstWindowMinutes: number
+  readonly dailyLimit: number
+  readonly monthlyLimit: number
+}
 
 const { values: args } = parseArgs({
   options: { port: { type: "string", default: "8081" }, db: { type: "string" } },
@@ -48,6 +52,10 @@ const keyByHash = db.query<{
   role: string | null
   api_access: number
   plan_id: string
+  burst_limit: number
+  burst_window_minutes: number
+  daily_limit: number
+  monthly_limit: number
 }, [string]>(
   `SELECT k.id, k.workspace_id, k.created_by, k.survey_ids, m.role,
           op.api_access, cp.id AS plan_id, cp.burst_limit, cp.burst_window_minutes,
@@ -155,8 +163,158 @@ const authenticate = (request: Request, requestId: string): Key => {
     workspaceId: row.workspace_id,
     accountId: row.created_by,
     surveyIds: Array.isArray(ids) ? new Set(ids.map(String)) : null,
-    planId: row.plan_id
+    plan: {
+      planId: row.plan_id,
+      burstLimit: row.burst_limit,
+      burstWindowMinutes: row.burst_window_minutes,
+      dailyLimit: row.daily_limit,
+      monthlyLimit: row.monthly_limit
+    }
   }
+}
+
+// --- Quota: the service's limiter (src/Quota/RateLimiter.ts) without Effect --------------------
+//
+// Per creator account, counters in memory (the same `AccountUsage` class: sliding burst window,
+// UTC day and month), each account loaded once from the usage tables; counted requests written
+// behind every 500 ms in one transaction with the same SQL, so a crash loses at most that much.
+// While a write fails, requests answer 503 and count nowhere, as in the service.
+
+const FLUSH_EVERY_MS = 500
+const PRUNE_EVERY_MS = 10_000
+const windowMsOf = (plan: Plan) => plan.burstWindowMinutes * 60_000
+
+const dayCountOf = db.query<{ count: number }, [string, string]>(
+  "SELECT count FROM usage_daily WHERE account_id = ? AND day = ?"
+)
+const monthCountOf = db.query<{ count: number }, [string, string, string]>(
+  "SELECT COALESCE(SUM(count), 0) AS count FROM usage_daily WHERE account_id = ? AND day >= ? AND day <= ?"
+)
+const burstRowsOf = db.query<{ at_ms: number; count: number }, [string, number]>(
+  "SELECT at_ms, count FROM usage_burst WHERE account_id = ? AND at_ms > ? ORDER BY at_ms"
+)
+const addDay = db.query<unknown, [string, string, number]>(
+  `INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, ?)
+   ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`
+)
+const addStamp = db.query<unknown, [string, number, number]>(
+  `INSERT INTO usage_burst (account_id, at_ms, count) VALUES (?, ?, ?)
+   ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
+)
+const pruneBurst = db.query<unknown, [string, number]>("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
+
+const accounts = new Map<string, AccountUsage>()
+let unwritten: Array<{ accountId: string; at: number; windowMs: number }> = []
+let behind = false
+const lastPruned = new Map<string, number>()
+
+const accountOf = (accountId: string, plan: Plan) => {
+  const ready = accounts.get(accountId)
+  if (ready !== undefined) return ready
+  const now = Date.now()
+  const month = utcMonth(now)
+  const burst: Array<number> = []
+  for (const row of burstRowsOf.all(accountId, now - windowMsOf(plan))) {
+    for (let i = 0; i < row.count; i++) burst.push(row.at_ms)
+  }
+  const usage = new AccountUsage({
+    dayCount: dayCountOf.get(accountId, utcDay(now))?.count ?? 0,
+    monthCount: monthCountOf.get(accountId, `${month}-01`, `${month}-31`)?.count ?? 0,
+    burst
+  }, now)
+  accounts.set(accountId, usage)
+  return usage
+}
+
+const record = db.transaction((batch: ReadonlyArray<{ accountId: string; at: number; windowMs: number }>, now: number) => {
+  const days = new Map<string, { accountId: string; day: string; count: number }>()
+  const stamps = new Map<string, { accountId: string; at: number; count: number }>()
+  const windows = new Map<string, number>()
+  for (const item of batch) {
+    const day = utcDay(item.at)
+    const dayRow = days.get(`${item.accountId}\u0000${day}`)
+    if (dayRow === undefined) days.set(`${item.accountId}\u0000${day}`, { accountId: item.accountId, day, count: 1 })
+    else dayRow.count += 1
+    const stampRow = stamps.get(`${item.accountId}\u0000${item.at}`)
+    if (stampRow === undefined) stamps.set(`${item.accountId}\u0000${item.at}`, { accountId: item.accountId, at: item.at, count: 1 })
+    else stampRow.count += 1
+    windows.set(item.accountId, item.windowMs)
+  }
+  for (const d of days.values()) addDay.run(d.accountId, d.day, d.count)
+  for (const t of stamps.values()) addStamp.run(t.accountId, t.at, t.count)
+  const pruned: Array<string> = []
+  for (const [accountId, windowMs] of windows) {
+    if ((lastPruned.get(accountId) ?? Number.NEGATIVE_INFINITY) + PRUNE_EVERY_MS <= now) {
+      pruneBurst.run(accountId, now - windowMs)
+      pruned.push(accountId)
+    }
+  }
+  return pruned
+})
+
+const flush = () => {
+  if (unwritten.length === 0) return
+  const batch = unwritten
+  unwritten = []
+  const now = Date.now()
+  try {
+    for (const accountId of record(batch, now)) lastPruned.set(accountId, now)
+    behind = false
+  } catch (e) {
+    console.error("request counts not written yet; retrying", e)
+    unwritten = batch.concat(unwritten)
+    behind = true
+  }
+}
+setInterval(flush, FLUSH_EVERY_MS)
+process.on("SIGTERM", () => {
+  flush()
+  process.exit(0)
+})
+
+const rateLimitHeaders = (h: RateLimitHeaders): Record<string, string> => ({
+  "ratelimit-limit": String(h.limit),
+  "ratelimit-remaining": String(h.remaining),
+  "ratelimit-reset": String(h.resetSeconds)
+})
+
+/**
+ * Counts the request against its key creator's quota, exactly where the service's limiter
+ * counts (after the plan gate, before the handler): 429 with Retry-After when a limit is
+ * reached, 503 while counts cannot be written; otherwise the RateLimit-* headers to send.
+ */
+const countRequest = (key: Key, requestId: string): Record<string, string> => {
+  if (behind) {
+    throw new Answered(
+      error(503, "service_unavailable", "The service is busy; nothing changed and the request may be retried.", requestId)
+    )
+  }
+  const now = Date.now()
+  const decision = accountOf(key.accountId, key.plan).take(now, key.plan)
+  if (decision._tag === "Limited") {
+    throw new Answered(
+      error(
+        429,
+        "rate_limited",
+        `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
+        requestId,
+        { ...rateLimitHeaders(decision.headers), "retry-after": String(decision.retryAfterSeconds) }
+      )
+    )
+  }
+  unwritten.push({ accountId: key.accountId, at: now, windowMs: windowMsOf(key.plan) })
+  return rateLimitHeaders(decision.headers)
+}
+
+/** GET /usage (api-v1 §2.9), from the same counters. */
+const usageJson = (key: Key) => {
+  const now = Date.now()
+  const plan = key.plan
+  const account = accountOf(key.accountId, plan)
+  const counts = account.current(now, plan)
+  return `{"burstLimit":${plan.burstLimit},"burstWindowMinutes":${plan.burstWindowMinutes},"dailyLimit":${plan.dailyLimit},"usedToday":${counts.today},"remainingToday":${
+    Math.max(0, plan.dailyLimit - counts.today)
+  },"monthlyLimit":${plan.monthlyLimit},"resetAt":${JSON.stringify(new Date(nextUtcMidnight(now)).toISOString())}}`
 }
 
 const requireSurvey = (key: Key, surveyId: string, requestId: string): SurveyRow => {
@@ -342,6 +500,141 @@ const listResponses = (surveyId: string, params: URLSearchParams, requestId: str
   return `{"data":[${responsesJson(surveyId, page).join(",")}],"nextCursor":${JSON.stringify(next)}}`
 }
 
+// --- Analytics: the stored aggregate tables (src/Analytics/*) read in one transaction ---------
+
+interface StoredQuestion {
+  id: string
+  type: string
+  position: number
+  deleted: number
+  options: string
+}
+const allQuestionsOf = db.query<StoredQuestion, [string]>(
+  "SELECT id, survey_id, type, position, deleted, options FROM questions WHERE survey_id = ?"
+)
+/** The five counter tables in one statement, as the service reads them; column 0 tells the table. */
+const storedCounters = db.query<Array<string | number | null>, Array<string>>(
+  `SELECT 0, NULL, NULL, response_count, completed_count, signature, NULL, NULL
+     FROM analytics_surveys WHERE survey_id = ?
+   UNION ALL SELECT 1, NULL, NULL, position, count, NULL, NULL, NULL
+     FROM analytics_reach WHERE survey_id = ?
+   UNION ALL SELECT 2, question_id, NULL, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
+     FROM analytics_questions WHERE survey_id = ?
+   UNION ALL SELECT 3, question_id, value, count, rank_sum, NULL, NULL, NULL
+     FROM analytics_options WHERE survey_id = ?
+   UNION ALL SELECT 4, question_id, NULL, num, count, NULL, NULL, NULL
+     FROM analytics_numbers WHERE survey_id = ?`
+)
+
+const snapshot = db.transaction((surveyId: string) => ({
+  questions: allQuestionsOf.all(surveyId),
+  counters: storedCounters.values(surveyId, surveyId, surveyId, surveyId, surveyId)
+}))
+
+// The same arithmetic as src/Analytics/Compute.ts, restated here so that the baseline loads no Effect.
+const medianOf = (sorted: ReadonlyArray<readonly [number, number]>, total: number): number | null => {
+  if (total <= 0) return null
+  const lower = Math.floor((total - 1) / 2)
+  const upper = Math.floor(total / 2)
+  let seen = 0
+  let low: number | undefined
+  for (const [value, count] of sorted) {
+    if (count <= 0) continue
+    seen += count
+    if (low === undefined && seen > lower) low = value
+    if (seen > upper) return low === undefined ? value : (low + value) / 2
+  }
+  return low ?? null
+}
+
+const analyticsJson = (surveyId: string) => {
+  const s = snapshot(surveyId)
+  let responseCount = 0
+  let completedCount = 0
+  const counters = new Map<string, {
+    answered: number
+    text_count: number
+    numeric_count: number
+    numeric_sum: number
+    numeric_sum_squares: number
+  }>()
+  const options = new Map<string, Map<string, { count: number; rankSum: number }>>()
+  const numbers = new Map<string, Map<number, number>>()
+  const reach = new Map<number, number>()
+  for (const row of s.counters as Array<[number, string, string, number, number, number, number, number]>) {
+    const [kind, questionId, value, a, b, c, d, e] = row
+    if (kind === 0) {
+      responseCount = a
+      completedCount = b
+    } else if (kind === 1) {
+      reach.set(a, b)
+    } else if (kind === 2) {
+      counters.set(questionId, { answered: a, text_count: b, numeric_count: c, numeric_sum: d, numeric_sum_squares: e })
+    } else if (kind === 3) {
+      const map = options.get(questionId) ?? new Map<string, { count: number; rankSum: number }>()
+      map.set(value, { count: a, rankSum: b })
+      options.set(questionId, map)
+    } else {
+      const map = numbers.get(questionId) ?? new Map<number, number>()
+      map.set(a, b)
+      numbers.set(questionId, map)
+    }
+  }
+  const reachAtOrAfter = (position: number) => {
+    let reached = completedCount
+    for (const [at, count] of reach) if (at >= position) reached += count
+    return reached
+  }
+  const shown = s.questions
+    .filter((q) => q.deleted === 0 && q.type !== "section")
+    .sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  const questions = shown.map((q) => {
+    const c = counters.get(q.id)
+    const answered = c?.answered ?? 0
+    const own = options.get(q.id)
+    const countOf = (value: string) => own?.get(value) ?? { count: 0, rankSum: 0 }
+    const choices = JSON.parse(q.options) as Array<{ value: string; label: string }>
+    const withOptions = q.type === "checkbox" || q.type === "scale" || q.type === "sort"
+    let numeric = "null"
+    if (q.type === "number" || q.type === "scale") {
+      const count = c?.numeric_count ?? 0
+      const sum = c?.numeric_sum ?? 0
+      const sumSquares = c?.numeric_sum_squares ?? 0
+      const sorted = [...(numbers.get(q.id) ?? new Map<number, number>())].filter(([, n]) => n > 0)
+        .sort((a, b) => a[0] - b[0])
+      const variance = count >= 2 ? Math.max(0, (sumSquares - (sum * sum) / count) / (count - 1)) : null
+      numeric = `{"count":${count},"mean":${count > 0 ? sum / count : 0},"median":${
+        JSON.stringify(medianOf(sorted, count))
+      },"min":${JSON.stringify(count > 0 ? sorted[0]?.[0] ?? null : null)},"max":${
+        JSON.stringify(count > 0 ? sorted[sorted.length - 1]?.[0] ?? null : null)
+      },"standardDeviation":${JSON.stringify(variance === null ? null : Math.sqrt(variance))}}`
+    }
+    const optionJson = withOptions
+      ? choices.map((o) =>
+        `{"value":${JSON.stringify(o.value)},"label":${JSON.stringify(o.label)},"count":${countOf(o.value).count}}`
+      )
+      : []
+    const ranking = q.type === "sort"
+      ? `[${
+        choices.map((o) => {
+          const { count, rankSum } = countOf(o.value)
+          return `{"value":${JSON.stringify(o.value)},"label":${JSON.stringify(o.label)},"count":${count},"averageRank":${
+            JSON.stringify(count > 0 ? rankSum / count : null)
+          }}`
+        }).join(",")
+      }]`
+      : "null"
+    return `{"id":${JSON.stringify(q.id)},"respondentCount":${answered},"skippedCount":${
+      Math.max(0, reachAtOrAfter(q.position) - answered)
+    },"textAnswerCount":${c?.text_count ?? 0},"options":[${optionJson.join(",")}],"numeric":${numeric},"ranking":${ranking}}`
+  })
+  return `{"responseCount":${responseCount},"completedCount":${completedCount},"incompleteCount":${
+    responseCount - completedCount
+  },"completionRate":${JSON.stringify(responseCount > 0 ? completedCount / responseCount : null)},"questions":[${
+    questions.join(",")
+  }]}`
+}
+
 const responseById = db.query<ResponseRow, [string, string]>(
   `SELECT ${responseColumns} FROM responses WHERE id = ? AND survey_id = ?`
 )
@@ -349,18 +642,24 @@ const responseById = db.query<ResponseRow, [string, string]>(
 const route = (request: Request, url: URL, requestId: string): Response => {
   const path = url.pathname
   if (path === "/healthz" && request.method === "GET") return json(200, `{"status":"ok"}`, requestId)
+  if (path === "/api/v1/usage" && request.method === "GET") {
+    const key = authenticate(request, requestId)
+    const headers = countRequest(key, requestId)
+    return json(200, usageJson(key), requestId, headers)
+  }
   const parts = path.startsWith("/api/v1/surveys") ? path.slice("/api/v1/".length).split("/") : []
   if (request.method !== "GET" || parts.length === 0 || parts.length > 4 || parts.some((p) => p === "")) {
     return error(404, "not_found", `No route for ${request.method} ${path}.`, requestId)
   }
   const key = authenticate(request, requestId)
-  const headers = countRequest(key)
+  const headers = countRequest(key, requestId)
   const ok = (body: string) => json(200, body, requestId, headers)
   const surveyId = parts[1] === undefined ? undefined : decodeURIComponent(parts[1])
   if (surveyId === undefined) return ok(listSurveys(key, url.searchParams, requestId))
   const survey = requireSurvey(key, surveyId, requestId)
   if (parts.length === 2) return ok(surveyJson(survey))
   if (parts[2] === "questions" && parts.length === 3) return ok(listQuestions(surveyId))
+  if (parts[2] === "analytics" && parts.length === 3) return ok(analyticsJson(surveyId))
   if (parts[2] === "responses" && parts.length === 3) return ok(listResponses(surveyId, url.searchParams, requestId))
   if (parts[2] === "responses" && parts[3] !== undefined) {
     const row = responseById.get(decodeURIComponent(parts[3]), surveyId)

@@ -6,6 +6,7 @@ import { Database } from "bun:sqlite"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { BENCH_PLAN } from "./Dataset.js"
 
 export const root = join(import.meta.dir, "..", "..")
 export const TOKEN = "sk_bench_editor_aaaaaaaaaaaaaaaa"
@@ -43,14 +44,7 @@ export const prepare = (
 ) => {
   const dbPath = join(dir, "bench.db")
   const fixture = {
-    plans: [{
-      id: "bench",
-      apiAccess: true,
-      burstLimit: 1_000_000_000,
-      burstWindowMinutes: 1,
-      dailyLimit: 1_000_000_000,
-      monthlyLimit: 1_000_000_000
-    }],
+    plans: [BENCH_PLAN],
     accounts: [{ id: "acc_bench", planId: "bench" }],
     workspaces: [{ id: "ws_bench", ownerAccountId: "acc_bench" }],
     members: [{ workspaceId: "ws_bench", accountId: "acc_bench", role: "owner" }],

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { Analytics, NumericSummary, OptionCount, QuestionAnalytics, RankedOption } from "../Domain/Analytics.js"
+import type { Analytics, NumericSummary } from "../Domain/Analytics.js"
 import { StoredQuestionType } from "../Domain/Question.js"
 
 /**
@@ -191,21 +191,23 @@ const numericOf = (counters: QuestionCounters | undefined, numbers: ReadonlyMap<
   const sumSquares = counters?.numericSumSquares ?? 0
   const sorted = [...(numbers ?? new Map<number, number>())].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0])
   const variance = count >= 2 ? Math.max(0, (sumSquares - (sum * sum) / count) / (count - 1)) : null
-  return new NumericSummary({
+  return {
     count,
     mean: count > 0 ? sum / count : 0,
     median: medianOf(sorted, count),
     min: count > 0 ? sorted[0]?.[0] ?? null : null,
     max: count > 0 ? sorted[sorted.length - 1]?.[0] ?? null : null,
     standardDeviation: variance === null ? null : Math.sqrt(variance)
-  }, { disableValidation: true })
+  } satisfies typeof NumericSummary.Encoded
 }
 
 /**
  * The API figures from a survey's counters and its current questions (sections and deleted
- * questions never appear). Work is proportional to questions, options and distinct numbers.
+ * questions never appear), in the wire form of `Analytics` (fields in its order), so that the
+ * answer needs no re-encoding (Http/PreEncoded). Work is proportional to questions, options and
+ * distinct numbers.
  */
-export const analyticsOf = (questions: ReadonlyArray<QuestionDef>, agg: Aggregates): Analytics => {
+export const analyticsOf = (questions: ReadonlyArray<QuestionDef>, agg: Aggregates): typeof Analytics.Encoded => {
   const shown = questions
     .filter((q) => !q.deleted && q.type !== "section")
     .sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -214,7 +216,7 @@ export const analyticsOf = (questions: ReadonlyArray<QuestionDef>, agg: Aggregat
     for (const [at, count] of agg.reach) if (at >= position) reached += count
     return reached
   }
-  return new Analytics({
+  return {
     responseCount: agg.responseCount,
     completedCount: agg.completedCount,
     incompleteCount: agg.responseCount - agg.completedCount,
@@ -224,24 +226,22 @@ export const analyticsOf = (questions: ReadonlyArray<QuestionDef>, agg: Aggregat
       const answered = counters?.answered ?? 0
       const options = agg.options.get(q.id)
       const optionCount = (value: string) => options?.get(value) ?? { count: 0, rankSum: 0 }
-      return new QuestionAnalytics({
+      return {
         id: q.id,
         respondentCount: answered,
         skippedCount: Math.max(0, reachAtOrAfter(q.position) - answered),
         textAnswerCount: counters?.textCount ?? 0,
         options: hasOptions(q.type)
-          ? q.options.map((o) => new OptionCount({ ...o, count: optionCount(o.value).count }, { disableValidation: true }))
+          ? q.options.map((o) => ({ value: o.value, label: o.label, count: optionCount(o.value).count }))
           : [],
         numeric: isNumeric(q.type) ? numericOf(counters, agg.numbers.get(q.id)) : null,
         ranking: q.type === "sort"
           ? q.options.map((o) => {
             const { count, rankSum } = optionCount(o.value)
-            return new RankedOption({ ...o, count, averageRank: count > 0 ? rankSum / count : null }, {
-              disableValidation: true
-            })
+            return { value: o.value, label: o.label, count, averageRank: count > 0 ? rankSum / count : null }
           })
           : null
-      }, { disableValidation: true })
+      }
     })
-  }, { disableValidation: true })
+  }
 }

@@ -1,6 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Api } from "../Api.js"
+import { Analytics } from "../Domain/Analytics.js"
+import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { AggregateRepo } from "./AggregateRepo.js"
 import { analyticsOf } from "./Compute.js"
@@ -13,6 +15,6 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
       Effect.gen(function*() {
         yield* access.require(path.id)
         const { questions, stored } = yield* repo.snapshot(path.id).pipe(Effect.orDie)
-        return analyticsOf(questions, stored.aggregates)
-      }).pipe(Effect.withSpan("Analytics.get")))
+        return preEncoded(Analytics, analyticsOf(questions, stored.aggregates))
+      }))
   })).pipe(Layer.provide(AggregateRepo.Default))

@@ -1,23 +1,13 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
+import { nullableText, num, oneOf, text } from "../Sql/Rows.js"
 import { toIso } from "../Domain/Time.js"
 import { hashToken, newApiToken } from "./Token.js"
 import type { ApiKeyContext } from "./CurrentKey.js"
 
-const KeyRow = Schema.Struct({
-  id: Schema.String,
-  workspaceId: Schema.String,
-  createdBy: Schema.String,
-  surveyIds: Schema.NullOr(Schema.parseJson(Schema.Array(Schema.String))),
-  role: Schema.NullOr(Schema.Literal("owner", "editor", "viewer")),
-  apiAccess: Schema.Number,
-  planId: Schema.String,
-  burstLimit: Schema.Number,
-  burstWindowMinutes: Schema.Number,
-  dailyLimit: Schema.Number,
-  monthlyLimit: Schema.Number
-})
+const decodeSurveyIds = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.String)))
+const roles = ["owner", "editor", "viewer"] as const
 
 export type KeyLookup =
   | { readonly _tag: "Unknown" }
@@ -29,10 +19,9 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const findByHash = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: KeyRow,
-      execute: (tokenHash) =>
+    // On every request's path: one value row read with typed column reads (docs/performance.md).
+    const findByHash = (tokenHash: string) =>
+      Effect.map(
         sql`SELECT k.id, k.workspace_id, k.created_by, k.survey_ids, m.role,
                    op.api_access, cp.id AS plan_id, cp.burst_limit, cp.burst_window_minutes,
                    cp.daily_limit, cp.monthly_limit
@@ -43,28 +32,33 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
             JOIN accounts c ON c.id = k.created_by
             JOIN plans cp ON cp.id = c.plan_id
             LEFT JOIN members m ON m.workspace_id = k.workspace_id AND m.account_id = k.created_by
-            WHERE k.token_hash = ${tokenHash} AND k.revoked = 0`
-    })
+            WHERE k.token_hash = ${tokenHash} AND k.revoked = 0`.values,
+        (rows) => Option.fromNullable(rows[0])
+      )
 
-    /** Resolves a token hash to what the key may do right now (decisions §3). */
-    const lookup = Effect.fn("ApiKeyRepo.lookup")(function*(tokenHash: string) {
+    /**
+     * Resolves a token hash to what the key may do right now (decisions §3). On every request's
+     * path, so without a span of its own: the request's covers it.
+     */
+    const lookup = Effect.fnUntraced(function*(tokenHash: string) {
       const row = yield* findByHash(tokenHash).pipe(Effect.orDie)
       if (Option.isNone(row)) return { _tag: "Unknown" } as const
       const r = row.value
-      if (r.role === null) return { _tag: "NotMember" } as const
-      if (r.apiAccess === 0) return { _tag: "NoApiAccess" } as const
+      if (r[4] === null) return { _tag: "NotMember" } as const
+      if (num(r, 5, "api_access") === 0) return { _tag: "NoApiAccess" } as const
+      const surveyIds = nullableText(r, 3, "survey_ids")
       const key: ApiKeyContext = {
-        keyId: r.id,
-        workspaceId: r.workspaceId,
-        accountId: r.createdBy,
-        role: r.role,
-        surveyIds: r.surveyIds === null ? null : new Set(r.surveyIds),
+        keyId: text(r, 0, "id"),
+        workspaceId: text(r, 1, "workspace_id"),
+        accountId: text(r, 2, "created_by"),
+        role: oneOf(r, 4, "role", roles),
+        surveyIds: surveyIds === null ? null : new Set(decodeSurveyIds(surveyIds)),
         quota: {
-          planId: r.planId,
-          burstLimit: r.burstLimit,
-          burstWindowMinutes: r.burstWindowMinutes,
-          dailyLimit: r.dailyLimit,
-          monthlyLimit: r.monthlyLimit
+          planId: text(r, 6, "plan_id"),
+          burstLimit: num(r, 7, "burst_limit"),
+          burstWindowMinutes: num(r, 8, "burst_window_minutes"),
+          dailyLimit: num(r, 9, "daily_limit"),
+          monthlyLimit: num(r, 10, "monthly_limit")
         }
       }
       return { _tag: "Valid", key } as const

@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
+import { num, oneOf, text } from "../Sql/Rows.js"
 
 const OptionsJson = Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
 const SettingsJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
@@ -16,6 +17,18 @@ const ApiQuestionRow = Schema.Struct({
   options: OptionsJson
 })
 type ApiQuestionRow = typeof ApiQuestionRow.Type
+
+const decodeOptions = Schema.decodeUnknownSync(OptionsJson)
+
+const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ({
+  id: text(row, 0, "id"),
+  type: oneOf(row, 1, "type", QuestionType.literals),
+  label: text(row, 2, "label"),
+  required: num(row, 3, "required"),
+  allowMultiple: num(row, 4, "allow_multiple"),
+  position: num(row, 5, "position"),
+  options: decodeOptions(row[6])
+})
 
 /** The wire form of a question the API shows. */
 const questionWire = (row: ApiQuestionRow): typeof Question.Encoded => ({
@@ -71,24 +84,23 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
             FROM questions WHERE survey_id = ${surveyId} AND deleted = 0
             ORDER BY position, id`
     })
-    const apiBySurvey = SqlSchema.findAll({
-      Request: Schema.String,
-      Result: ApiQuestionRow,
-      execute: (surveyId) =>
+    // On the questions list's path: value rows with typed column reads (docs/performance.md).
+    const apiBySurvey = (surveyId: string) =>
+      Effect.map(
         sql`SELECT id, type, label, required, allow_multiple, position, options
             FROM questions WHERE survey_id = ${surveyId} AND deleted = 0 AND type <> 'section'
-            ORDER BY position, id`
-    })
+            ORDER BY position, id`.values,
+        (rows) => rows.map(apiQuestionRowOf)
+      )
     return {
       /** Current questions of a survey in order, sections included (they are layout for the respondent page). */
       listForSurvey: (surveyId: string) =>
-        bySurvey(surveyId).pipe(Effect.orDie, Effect.withSpan("QuestionRepo.listForSurvey")),
+        bySurvey(surveyId).pipe(Effect.orDie),
       /** The questions the API shows (no sections), in order and in wire form. */
       listWire: (surveyId: string) =>
         apiBySurvey(surveyId).pipe(
           Effect.map((rows) => rows.map(questionWire)),
-          Effect.orDie,
-          Effect.withSpan("QuestionRepo.listWire")
+          Effect.orDie
         )
     } as const
   })

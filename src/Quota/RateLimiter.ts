@@ -150,7 +150,7 @@ export const makeRateLimiter = Effect.gen(function*() {
         return withHeaders(decision.headers)
       }))
 
-  const usage = Effect.fn("RateLimiter.usage")(function*(key: ApiKeyContext) {
+  const usage = Effect.fnUntraced(function*(key: ApiKeyContext) {
     const account = yield* accountOf(key.accountId, key.quota)
     const now = yield* Clock.currentTimeMillis
     const counts = account.current(now, key.quota)

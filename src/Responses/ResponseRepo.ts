@@ -1,8 +1,9 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { Position } from "../Domain/Cursor.js"
-import { QuestionType } from "../Domain/Question.js"
+import { QuestionType, StoredQuestionType } from "../Domain/Question.js"
 import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
+import { nullableNum, nullableOneOf, nullableText, text } from "../Sql/Rows.js"
 
 export class ResponseRow extends Schema.Class<ResponseRow>("ResponseRow")({
   id: Schema.String,
@@ -110,36 +111,47 @@ export const assembleWire = (
   return rows.map((row) => responseWire(row, byResponse.get(row.id) ?? [], storedValues))
 }
 
+const responseRowOf = (row: ReadonlyArray<unknown>): ResponseRow =>
+  new ResponseRow({
+    id: text(row, 0, "id"),
+    surveyId: text(row, 1, "survey_id"),
+    externalUserId: nullableText(row, 2, "external_user_id"),
+    completedAt: nullableText(row, 3, "completed_at"),
+    createdAt: text(row, 4, "created_at")
+  }, { disableValidation: true })
+
+const answerWireRowOf = (row: ReadonlyArray<unknown>): AnswerWireRow => ({
+  responseId: text(row, 0, "response_id"),
+  questionId: text(row, 1, "question_id"),
+  value: text(row, 2, "value"),
+  values: text(row, 3, "values"),
+  type: nullableOneOf(row, 4, "type", StoredQuestionType.literals),
+  position: nullableNum(row, 5, "position")
+})
+
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const page = SqlSchema.findAll({
-      Request: Schema.Struct({
-        surveyId: Schema.String,
-        completed: Schema.NullOr(Schema.Number),
-        createdAfter: Schema.NullOr(Schema.String),
-        afterKey: Schema.NullOr(Schema.String),
-        afterId: Schema.NullOr(Schema.String),
-        limit: Schema.Number
-      }),
-      Result: ResponseRow,
-      execute: (r) =>
+    // The list's rows are read as value rows with typed column reads: a Schema decode of every
+    // response and answer row cost more than the queries (docs/performance.md).
+    const page = (r: ListResponses) =>
+      Effect.map(
         sql`SELECT ${sql.literal(columns)} FROM responses
             WHERE survey_id = ${r.surveyId}
-            ${r.completed === null ? sql`` : sql`AND completed = ${r.completed}`}
+            ${r.status === "all" ? sql`` : sql`AND completed = ${r.status === "completed" ? 1 : 0}`}
             ${
           // A cursor's position already lies at or after createdAfter (the cursor is bound to the
           // filter), and one range keeps the index seek on the cursor: page N costs page 1.
-          r.afterKey !== null && r.afterId !== null
-            ? sql`AND (created_at, id) > (${r.afterKey}, ${r.afterId})`
-            : r.createdAfter === null
-            ? sql``
-            : sql`AND created_at >= ${r.createdAfter}`
+          Option.match(r.after, {
+            onSome: (p) => sql`AND (created_at, id) > (${p.key}, ${p.id})`,
+            onNone: () => r.createdAfter === undefined ? sql`` : sql`AND created_at >= ${r.createdAfter}`
+          })
         }
             ORDER BY created_at, id
-            LIMIT ${r.limit}`
-    })
+            LIMIT ${r.limit}`.values,
+        (rows) => rows.map(responseRowOf)
+      )
 
     const findOne = SqlSchema.findOne({
       Request: Schema.Struct({ surveyId: Schema.String, id: Schema.String }),
@@ -165,44 +177,34 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
 
     // Column names given in camelCase, so the client's per-row name transform is skipped.
     const raw = sql.withoutTransforms()
-    const wireAnswersOf = SqlSchema.findAll({
-      Request: Schema.Struct({ surveyId: Schema.String, ids: Schema.Array(Schema.String) }),
-      Result: AnswerWireRow,
-      execute: (r) =>
-        raw`SELECT a.response_id AS "responseId", a.question_id AS "questionId", a.value, a."values",
+    const wireAnswersOf = (r: { readonly surveyId: string; readonly ids: ReadonlyArray<string> }) =>
+      Effect.map(
+        raw`SELECT a.response_id, a.question_id, a.value, a."values",
                    CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
             FROM answers a
             LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ${r.surveyId}
-            WHERE a.response_id IN ${raw.in(r.ids)}`
-    })
+            WHERE a.response_id IN ${raw.in(r.ids)}`.values,
+        (rows) => rows.map(answerWireRowOf)
+      )
 
     return {
       /** One page in `createdAt, id` order, with one extra row to tell whether more follow. */
-      list: (req: ListResponses) =>
-        page({
-          surveyId: req.surveyId,
-          completed: req.status === "all" ? null : req.status === "completed" ? 1 : 0,
-          createdAfter: req.createdAfter ?? null,
-          afterKey: Option.match(req.after, { onNone: () => null, onSome: (p) => p.key }),
-          afterId: Option.match(req.after, { onNone: () => null, onSome: (p) => p.id }),
-          limit: req.limit
-        }).pipe(Effect.orDie, Effect.withSpan("ResponseRepo.list")),
+      list: (req: ListResponses) => page(req).pipe(Effect.orDie),
       withAnswers: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
-        withAnswers(surveyId, rows).pipe(Effect.orDie, Effect.withSpan("ResponseRepo.withAnswers")),
+        withAnswers(surveyId, rows).pipe(Effect.orDie),
       /** `withAnswers` in wire form, for answers that skip re-encoding. */
       withAnswersWire: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
         (rows.length === 0
           ? Effect.succeed([])
           : Effect.map(wireAnswersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assembleWire(rows, answers)))
-          .pipe(Effect.orDie, Effect.withSpan("ResponseRepo.withAnswersWire")),
+          .pipe(Effect.orDie),
       findById: (surveyId: string, id: string) =>
         findOne({ surveyId, id }).pipe(
           Effect.flatMap(Option.match({
             onNone: () => Effect.succeed(Option.none<SurveyResponse>()),
             onSome: (row) => Effect.map(withAnswers(surveyId, [row]), (all) => Option.fromNullable(all[0]))
           })),
-          Effect.orDie,
-          Effect.withSpan("ResponseRepo.findById")
+          Effect.orDie
         )
     } as const
   })

@@ -5,8 +5,24 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig } from "../Config.js"
 
-const camelToSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
-const snakeToCamel = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+/**
+ * A name transform remembered per name: the client renames every column of every row it reads,
+ * and a service only ever uses a few hundred distinct names, so each is computed once.
+ */
+const memoized = (transform: (name: string) => string) => {
+  const known = new Map<string, string>()
+  return (name: string): string => {
+    let found = known.get(name)
+    if (found === undefined) {
+      found = transform(name)
+      if (known.size < 10_000) known.set(name, found)
+    }
+    return found
+  }
+}
+
+const camelToSnake = memoized((name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`))
+const snakeToCamel = memoized((name) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()))
 
 const pragmas = (busyTimeoutMs: number) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

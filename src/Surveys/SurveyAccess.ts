@@ -10,7 +10,7 @@ import { SurveyRepo, type SurveyRow } from "./SurveyRepo.js"
 export class SurveyAccess extends Effect.Service<SurveyAccess>()("Surveys/SurveyAccess", {
   effect: Effect.gen(function*() {
     const surveys = yield* SurveyRepo
-    const require = Effect.fn("SurveyAccess.require")(function*(surveyId: string) {
+    const require = Effect.fnUntraced(function*(surveyId: string) {
       const key = yield* CurrentKey
       const row = yield* surveys.findById(surveyId)
       if (Option.isNone(row) || row.value.workspaceId !== key.workspaceId || row.value.trashed !== 0) {
