@@ -5,23 +5,12 @@ import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { type Aggregates, aggregate, analyticsOf, type QuestionDef, type ResponseInput } from "../src/Analytics/Compute.js"
 import type { Analytics } from "../src/Domain/Analytics.js"
-import type { StoredQuestionType } from "../src/Domain/Question.js"
+import { StoredQuestionType } from "../src/Domain/Question.js"
 import { expectClose, oracle } from "./support/AnalyticsOracle.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
 import { TestDatabase } from "./support/TestServer.js"
 
-const types: ReadonlyArray<StoredQuestionType> = [
-  "textarea",
-  "email",
-  "checkbox",
-  "number",
-  "calendar",
-  "country",
-  "heatmap",
-  "scale",
-  "sort",
-  "section"
-]
+const types: ReadonlyArray<StoredQuestionType> = StoredQuestionType.literals
 
 const questionsArb = fc.array(
   fc.record({
