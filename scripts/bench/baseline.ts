@@ -15,6 +15,7 @@ import { parseArgs } from "node:util"
 import { hashToken } from "../../src/Auth/Token.js"
 import { randomBase62 } from "../../src/Domain/Ids.js"
 import { AccountUsage, type RateLimitHeaders } from "../../src/Quota/AccountUsage.js"
+import { medianOf } from "../../src/Analytics/Median.js"
 import { nextUtcMidnight, utcDay, utcMonth } from "../../src/Quota/Calendar.js"
 
 interface Key {
@@ -530,22 +531,6 @@ const snapshot = db.transaction((surveyId: string) => ({
   questions: allQuestionsOf.all(surveyId),
   counters: storedCounters.values(surveyId, surveyId, surveyId, surveyId, surveyId)
 }))
-
-// The same arithmetic as src/Analytics/Compute.ts, restated here so that the baseline loads no Effect.
-const medianOf = (sorted: ReadonlyArray<readonly [number, number]>, total: number): number | null => {
-  if (total <= 0) return null
-  const lower = Math.floor((total - 1) / 2)
-  const upper = Math.floor(total / 2)
-  let seen = 0
-  let low: number | undefined
-  for (const [value, count] of sorted) {
-    if (count <= 0) continue
-    seen += count
-    if (low === undefined && seen > lower) low = value
-    if (seen > upper) return low === undefined ? value : (low + value) / 2
-  }
-  return low ?? null
-}
 
 const analyticsJson = (surveyId: string) => {
   const s = snapshot(surveyId)

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import type { Analytics, NumericSummary } from "../Domain/Analytics.js"
 import { StoredQuestionType } from "../Domain/Question.js"
+import { medianOf } from "./Median.js"
 
 /**
  * The analytics arithmetic of decisions §5, free of I/O: what one response contributes to the
@@ -167,22 +168,6 @@ export const aggregate = (questions: ReadonlyArray<QuestionDef>, responses: Iter
   const agg = emptyAggregates()
   for (const response of responses) apply(agg, contributionOf(byId, response), 1)
   return agg
-}
-
-/** Median of a sorted per-value count table holding `total` answers. */
-const medianOf = (sorted: ReadonlyArray<readonly [number, number]>, total: number): number | null => {
-  if (total <= 0) return null
-  const lower = Math.floor((total - 1) / 2)
-  const upper = Math.floor(total / 2)
-  let seen = 0
-  let low: number | undefined
-  for (const [value, count] of sorted) {
-    if (count <= 0) continue
-    seen += count
-    if (low === undefined && seen > lower) low = value
-    if (seen > upper) return low === undefined ? value : (low + value) / 2
-  }
-  return low ?? null
 }
 
 const numericOf = (counters: QuestionCounters | undefined, numbers: ReadonlyMap<number, number> | undefined) => {
