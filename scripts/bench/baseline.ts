@@ -12,6 +12,7 @@
  */
 import { Database, type Statement } from "bun:sqlite"
 import { parseArgs } from "node:util"
+import { keyLookupSql } from "../../src/Auth/ApiKeyRepo.js"
 import { hashToken } from "../../src/Auth/Token.js"
 import { randomBase62 } from "../../src/Domain/Ids.js"
 import { AccountUsage, type RateLimitHeaders } from "../../src/Quota/AccountUsage.js"
@@ -57,19 +58,7 @@ const keyByHash = db.query<{
   burst_window_minutes: number
   daily_limit: number
   monthly_limit: number
-}, [string]>(
-  `SELECT k.id, k.workspace_id, k.created_by, k.survey_ids, m.role,
-          op.api_access, cp.id AS plan_id, cp.burst_limit, cp.burst_window_minutes,
-          cp.daily_limit, cp.monthly_limit
-   FROM api_keys k
-   JOIN workspaces w ON w.id = k.workspace_id
-   JOIN accounts o ON o.id = w.owner_account_id
-   JOIN plans op ON op.id = o.plan_id
-   JOIN accounts c ON c.id = k.created_by
-   JOIN plans cp ON cp.id = c.plan_id
-   LEFT JOIN members m ON m.workspace_id = k.workspace_id AND m.account_id = k.created_by
-   WHERE k.token_hash = ? AND k.revoked = 0`
-)
+}, [string]>(keyLookupSql)
 
 interface SurveyRow {
   id: string

@@ -1,10 +1,24 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
+import { Reader } from "../Sql/Reader.js"
 import { nullableText, num, oneOf, text } from "../Sql/Rows.js"
 import { toIso } from "../Domain/Time.js"
 import { hashToken, newApiToken } from "./Token.js"
 import type { ApiKeyContext } from "./CurrentKey.js"
+
+/** The key lookup of every request (the read benchmark's baseline runs the same statement). */
+export const keyLookupSql = `SELECT k.id, k.workspace_id, k.created_by, k.survey_ids, m.role,
+         op.api_access, cp.id AS plan_id, cp.burst_limit, cp.burst_window_minutes,
+         cp.daily_limit, cp.monthly_limit
+  FROM api_keys k
+  JOIN workspaces w ON w.id = k.workspace_id
+  JOIN accounts o ON o.id = w.owner_account_id
+  JOIN plans op ON op.id = o.plan_id
+  JOIN accounts c ON c.id = k.created_by
+  JOIN plans cp ON cp.id = c.plan_id
+  LEFT JOIN members m ON m.workspace_id = k.workspace_id AND m.account_id = k.created_by
+  WHERE k.token_hash = ? AND k.revoked = 0`
 
 const decodeSurveyIds = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.String)))
 const roles = ["owner", "editor", "viewer"] as const
@@ -19,22 +33,12 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    // On every request's path: one value row read with typed column reads (docs/performance.md).
+    const reader = yield* Reader
+
+    // On every request's path: one value row on the reader's connection, read with typed column
+    // reads (docs/performance.md).
     const findByHash = (tokenHash: string) =>
-      Effect.map(
-        sql`SELECT k.id, k.workspace_id, k.created_by, k.survey_ids, m.role,
-                   op.api_access, cp.id AS plan_id, cp.burst_limit, cp.burst_window_minutes,
-                   cp.daily_limit, cp.monthly_limit
-            FROM api_keys k
-            JOIN workspaces w ON w.id = k.workspace_id
-            JOIN accounts o ON o.id = w.owner_account_id
-            JOIN plans op ON op.id = o.plan_id
-            JOIN accounts c ON c.id = k.created_by
-            JOIN plans cp ON cp.id = c.plan_id
-            LEFT JOIN members m ON m.workspace_id = k.workspace_id AND m.account_id = k.created_by
-            WHERE k.token_hash = ${tokenHash} AND k.revoked = 0`.values,
-        (rows) => Option.fromNullable(rows[0])
-      )
+      Effect.map(reader.values(keyLookupSql, [tokenHash]), (rows) => Option.fromNullable(rows[0]))
 
     /**
      * Resolves a token hash to what the key may do right now (decisions §3). On every request's
@@ -96,5 +100,6 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
     })
 
     return { lookup, create, revoke } as const
-  })
+  }),
+  dependencies: [Reader.Default]
 }) {}

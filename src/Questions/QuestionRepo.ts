@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
+import { Reader } from "../Sql/Reader.js"
 import { num, oneOf, text } from "../Sql/Rows.js"
 
 const OptionsJson = Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
@@ -29,6 +30,10 @@ const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ({
   position: num(row, 5, "position"),
   options: decodeOptions(row[6])
 })
+
+const apiQuestionsOf = `SELECT id, type, label, required, allow_multiple, position, options
+  FROM questions WHERE survey_id = ? AND deleted = 0 AND type <> 'section'
+  ORDER BY position, id`
 
 /** The wire form of a question the API shows. */
 const questionWire = (row: ApiQuestionRow): typeof Question.Encoded => ({
@@ -84,14 +89,11 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
             FROM questions WHERE survey_id = ${surveyId} AND deleted = 0
             ORDER BY position, id`
     })
-    // On the questions list's path: value rows with typed column reads (docs/performance.md).
+    const reader = yield* Reader
+    // On the questions list's path: value rows on the reader's connection, typed column reads
+    // (docs/performance.md).
     const apiBySurvey = (surveyId: string) =>
-      Effect.map(
-        sql`SELECT id, type, label, required, allow_multiple, position, options
-            FROM questions WHERE survey_id = ${surveyId} AND deleted = 0 AND type <> 'section'
-            ORDER BY position, id`.values,
-        (rows) => rows.map(apiQuestionRowOf)
-      )
+      Effect.map(reader.values(apiQuestionsOf, [surveyId]), (rows) => rows.map(apiQuestionRowOf))
     return {
       /** Current questions of a survey in order, sections included (they are layout for the respondent page). */
       listForSurvey: (surveyId: string) =>
@@ -103,5 +105,6 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
           Effect.orDie
         )
     } as const
-  })
+  }),
+  dependencies: [Reader.Default]
 }) {}

@@ -3,6 +3,7 @@ import { Effect, Option, Schema } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { QuestionType, StoredQuestionType } from "../Domain/Question.js"
 import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
+import { placeholders, Reader } from "../Sql/Reader.js"
 import { nullableNum, nullableOneOf, nullableText, text } from "../Sql/Rows.js"
 
 export class ResponseRow extends Schema.Class<ResponseRow>("ResponseRow")({
@@ -133,25 +134,29 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    // The list's rows are read as value rows with typed column reads: a Schema decode of every
-    // response and answer row cost more than the queries (docs/performance.md).
-    const page = (r: ListResponses) =>
-      Effect.map(
-        sql`SELECT ${sql.literal(columns)} FROM responses
-            WHERE survey_id = ${r.surveyId}
-            ${r.status === "all" ? sql`` : sql`AND completed = ${r.status === "completed" ? 1 : 0}`}
-            ${
-          // A cursor's position already lies at or after createdAfter (the cursor is bound to the
-          // filter), and one range keeps the index seek on the cursor: page N costs page 1.
-          Option.match(r.after, {
-            onSome: (p) => sql`AND (created_at, id) > (${p.key}, ${p.id})`,
-            onNone: () => r.createdAfter === undefined ? sql`` : sql`AND created_at >= ${r.createdAfter}`
-          })
-        }
-            ORDER BY created_at, id
-            LIMIT ${r.limit}`.values,
-        (rows) => rows.map(responseRowOf)
-      )
+    const reader = yield* Reader
+
+    // The list's rows are value rows on the reader's connection, read with typed column reads: a
+    // Schema decode of every response and answer row cost more than the queries (docs/performance.md).
+    const page = (r: ListResponses) => {
+      const params: Array<unknown> = [r.surveyId]
+      let text = `SELECT ${columns} FROM responses WHERE survey_id = ?`
+      if (r.status !== "all") {
+        text += " AND completed = ?"
+        params.push(r.status === "completed" ? 1 : 0)
+      }
+      // A cursor's position already lies at or after createdAfter (the cursor is bound to the
+      // filter), and one range keeps the index seek on the cursor: page N costs page 1.
+      if (Option.isSome(r.after)) {
+        text += " AND (created_at, id) > (?, ?)"
+        params.push(r.after.value.key, r.after.value.id)
+      } else if (r.createdAfter !== undefined) {
+        text += " AND created_at >= ?"
+        params.push(r.createdAfter)
+      }
+      params.push(r.limit)
+      return Effect.map(reader.values(`${text} ORDER BY created_at, id LIMIT ?`, params), (rows) => rows.map(responseRowOf))
+    }
 
     const findOne = SqlSchema.findOne({
       Request: Schema.Struct({ surveyId: Schema.String, id: Schema.String }),
@@ -175,15 +180,16 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         ? Effect.succeed([])
         : Effect.map(answersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assemble(rows, answers))
 
-    // Column names given in camelCase, so the client's per-row name transform is skipped.
-    const raw = sql.withoutTransforms()
     const wireAnswersOf = (r: { readonly surveyId: string; readonly ids: ReadonlyArray<string> }) =>
       Effect.map(
-        raw`SELECT a.response_id, a.question_id, a.value, a."values",
-                   CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
-            FROM answers a
-            LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ${r.surveyId}
-            WHERE a.response_id IN ${raw.in(r.ids)}`.values,
+        reader.values(
+          `SELECT a.response_id, a.question_id, a.value, a."values",
+                  CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
+           FROM answers a
+           LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ?
+           WHERE a.response_id IN ${placeholders(r.ids.length)}`,
+          [r.surveyId, ...r.ids]
+        ),
         (rows) => rows.map(answerWireRowOf)
       )
 
@@ -207,5 +213,6 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
           Effect.orDie
         )
     } as const
-  })
+  }),
+  dependencies: [Reader.Default]
 }) {}

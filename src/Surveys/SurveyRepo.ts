@@ -1,7 +1,7 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { Survey, SurveyStatus } from "../Domain/Survey.js"
+import { placeholders, Reader } from "../Sql/Reader.js"
 import { nullableText, num, oneOf, text } from "../Sql/Rows.js"
 
 export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
@@ -37,6 +37,8 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
 
 const columns = "id, workspace_id, title, description, status, trashed, question_count, response_count, created_at, updated_at"
 
+const byId = `SELECT ${columns} FROM surveys WHERE id = ?`
+
 const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow =>
   new SurveyRow({
     id: text(row, 0, "id"),
@@ -60,36 +62,36 @@ export interface ListSurveys {
 
 export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const reader = yield* Reader
 
-    // On the path of every survey request: one value row read with typed column reads, which
-    // costs a fraction of a Schema class decode (docs/performance.md).
+    // On the path of every survey request: one value row on the reader's connection, read with
+    // typed column reads, which cost a fraction of a Schema class decode (docs/performance.md).
     const findById = (id: string) =>
-      Effect.map(
-        sql`SELECT ${sql.literal(columns)} FROM surveys WHERE id = ${id}`.values,
-        (rows) => Option.map(Option.fromNullable(rows[0]), surveyRowOf)
-      )
+      Effect.map(reader.values(byId, [id]), (rows) => Option.map(Option.fromNullable(rows[0]), surveyRowOf))
 
-    const listPage = (r: ListSurveys) =>
-      Effect.map(
-        sql`SELECT ${sql.literal(columns)} FROM surveys
-            WHERE workspace_id = ${r.workspaceId} AND trashed = 0
-            ${r.surveyIds === null ? sql`` : sql`AND id IN ${sql.in(r.surveyIds)}`}
-            ${
-          Option.match(r.after, {
-            onNone: () => sql``,
-            onSome: (p) => sql`AND (updated_at, id) < (${p.key}, ${p.id})`
-          })
-        }
-            ORDER BY updated_at DESC, id DESC
-            LIMIT ${r.limit}`.values,
+    const listPage = (r: ListSurveys) => {
+      const params: Array<unknown> = [r.workspaceId]
+      let text = `SELECT ${columns} FROM surveys WHERE workspace_id = ? AND trashed = 0`
+      if (r.surveyIds !== null) {
+        text += ` AND id IN ${placeholders(r.surveyIds.length)}`
+        params.push(...r.surveyIds)
+      }
+      if (Option.isSome(r.after)) {
+        text += " AND (updated_at, id) < (?, ?)"
+        params.push(r.after.value.key, r.after.value.id)
+      }
+      params.push(r.limit)
+      return Effect.map(
+        reader.values(`${text} ORDER BY updated_at DESC, id DESC LIMIT ?`, params),
         (rows) => rows.map(surveyRowOf)
       )
+    }
 
     return {
       findById: (id: string) => findById(id).pipe(Effect.orDie),
       /** One page in "newest activity first" order, plus one row to tell whether more follow. */
       list: (req: ListSurveys) => listPage(req).pipe(Effect.orDie)
     } as const
-  })
+  }),
+  dependencies: [Reader.Default]
 }) {}

@@ -1,6 +1,9 @@
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { DatabaseLive, OperatorServices } from "../../src/App.js"
 import { AppConfig, type AppSettings } from "../../src/Config.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
@@ -8,9 +11,26 @@ import { importFixtureInput } from "../../src/Fixtures/Import.js"
 import { HttpLive } from "../../src/Http/Server.js"
 import { RateLimiter } from "../../src/Quota/RateLimiter.js"
 
-/** A migrated in-memory database with the operator services, optionally seeded with a fixture. */
+/**
+ * A database file of its own in a temporary directory, removed afterwards: the service's reads
+ * take a second connection to the file (src/Sql/Reader.ts), as in production.
+ */
+const TemporaryConfig = (settings: Partial<AppSettings>) =>
+  settings.databasePath !== undefined
+    ? AppConfig.layerTest(settings)
+    : Layer.unwrapScoped(
+      Effect.map(
+        Effect.acquireRelease(
+          Effect.sync(() => mkdtempSync(join(tmpdir(), "survey-test-"))),
+          (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+        ),
+        (dir) => AppConfig.layerTest({ ...settings, databasePath: join(dir, "survey.db") })
+      )
+    )
+
+/** A migrated database with the operator services, optionally seeded with a fixture. */
 export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}) => {
-  const config = AppConfig.layerTest(settings)
+  const config = TemporaryConfig(settings)
   const base = OperatorServices.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(config))
   return fixture === undefined
     ? base

@@ -1,0 +1,55 @@
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { SqlClient, type SqlConnection, type SqlError } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { Effect, Option } from "effect"
+import { AppConfig } from "../Config.js"
+
+export type ValueRows = ReadonlyArray<ReadonlyArray<unknown>>
+
+/** `?` placeholders for an `IN` list of `count` values (at least one). */
+export const placeholders = (count: number): string => `(${Array.from({ length: Math.max(1, count) }, () => "?").join(", ")})`
+
+/**
+ * Single-statement reads on the request path, on a read-only connection of their own.
+ *
+ * A statement through the shared client acquires the one connection for itself (a permit, a
+ * scope, a span, the statement compiled from its template) so that it never runs inside another
+ * fiber's open transaction; under load that machinery cost more than the query
+ * (docs/performance.md). A second connection cannot see another connection's uncommitted
+ * writes, and in WAL mode each statement reads the latest committed state, so these reads
+ * need none of it: the statement text is fixed and the connection is held for the service's life.
+ *
+ * Inside a transaction a read goes to the transaction's connection, so a write path still reads
+ * its own writes. An in-memory database cannot be opened twice: there every read takes the
+ * shared connection as a statement would.
+ */
+export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
+  scoped: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const shared = yield* SqlClient.SqlClient
+
+    const own: Option.Option<SqlConnection.Connection> = config.databasePath === ":memory:"
+      ? Option.none()
+      : Option.some(
+        yield* Effect.gen(function*() {
+          const client = yield* SqliteClient.make({ filename: config.databasePath, create: false, disableWAL: true })
+          yield* client.unsafe("PRAGMA query_only = 1")
+          yield* client.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(config.sqliteBusyTimeoutMs ?? 5000))}`)
+          // Held until shutdown: nothing else uses this client.
+          return yield* client.reserve
+        }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
+      )
+
+    const onShared = (text: string, params: ReadonlyArray<unknown>) =>
+      Effect.scoped(Effect.flatMap(shared.reserve, (connection) => connection.executeValues(text, params)))
+
+    /** The rows of one statement as arrays of column values, in the statement's column order. */
+    const values = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
+        if (Option.isSome(transaction)) return transaction.value[0].executeValues(text, params)
+        return Option.isSome(own) ? own.value.executeValues(text, params) : onShared(text, params)
+      })
+
+    return { values } as const
+  })
+}) {}

@@ -1,0 +1,101 @@
+import { expect, layer, type Vitest } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Deferred, Effect, Either, Fiber, Layer } from "effect"
+import * as TestServices from "effect/TestServices"
+import { Reader } from "../src/Sql/Reader.js"
+import { TestDatabase } from "./support/TestServer.js"
+
+const probeIds = Effect.gen(function*() {
+  const reader = yield* Reader
+  const rows = yield* reader.values("SELECT id FROM probe ORDER BY id", []).pipe(Effect.orDie)
+  return rows.map((row) => row[0])
+})
+
+const freshProbe = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DROP TABLE IF EXISTS probe`.pipe(Effect.orDie)
+  yield* sql`CREATE TABLE probe (id TEXT PRIMARY KEY)`.pipe(Effect.orDie)
+  return sql
+})
+
+/**
+ * A transaction on the shared connection that has inserted a row and stays open until the
+ * returned effect commits it.
+ */
+const pendingRow = (id: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const inserted = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    const writer = yield* Effect.fork(
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO probe (id) VALUES (${id})`
+        yield* Deferred.succeed(inserted, undefined)
+        yield* Deferred.await(release)
+      })).pipe(Effect.orDie)
+    )
+    yield* Deferred.await(inserted)
+    return Effect.zipRight(Deferred.succeed(release, undefined), Fiber.join(writer))
+  })
+
+const common = (it: Vitest.MethodsNonLive<Reader | SqlClient.SqlClient>) => {
+  it.effect("sees what the shared connection committed, at once", () =>
+    Effect.gen(function*() {
+      const sql = yield* freshProbe
+      expect(yield* probeIds).toEqual([])
+      yield* sql`INSERT INTO probe (id) VALUES ('a')`.pipe(Effect.orDie)
+      expect(yield* probeIds).toEqual(["a"])
+      yield* sql`DELETE FROM probe WHERE id = 'a'`.pipe(Effect.orDie)
+      expect(yield* probeIds).toEqual([])
+    }))
+
+  it.effect("inside a transaction, reads the transaction's own uncommitted writes", () =>
+    Effect.gen(function*() {
+      const sql = yield* freshProbe
+      const seen = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO probe (id) VALUES ('mine')`
+        return yield* probeIds
+      })).pipe(Effect.orDie)
+      expect(seen).toEqual(["mine"])
+    }))
+
+  it.effect("never returns another fiber's uncommitted writes", () =>
+    Effect.gen(function*() {
+      yield* freshProbe
+      const commit = yield* pendingRow("pending")
+      const reading = yield* Effect.fork(probeIds)
+      yield* Effect.sleep("50 millis").pipe(TestServices.provideLive)
+      const early = yield* Fiber.poll(reading)
+      yield* commit
+      const ids = yield* Fiber.join(reading)
+      // Either the read finished without the pending row (its own connection), or it waited for
+      // the commit (the shared connection of an in-memory database) and sees it committed.
+      if (early._tag === "Some") expect(ids).toEqual([])
+      else expect(ids).toEqual(["pending"])
+      expect(yield* probeIds).toEqual(["pending"])
+    }))
+}
+
+layer(Reader.Default.pipe(Layer.provideMerge(TestDatabase())))("Reader on a database file", (it) => {
+  common(it)
+
+  it.effect("reads on a connection of its own: not blocked by an open transaction, and read-only", () =>
+    Effect.gen(function*() {
+      yield* freshProbe
+      const commit = yield* pendingRow("pending")
+      expect(yield* probeIds.pipe(Effect.timeout("2 seconds"))).toEqual([])
+      yield* commit
+
+      const reader = yield* Reader
+      const write = yield* Effect.either(reader.values("INSERT INTO probe (id) VALUES ('x')", []))
+      expect(Either.isLeft(write)).toBe(true)
+      expect(yield* probeIds).toEqual(["pending"])
+    }))
+})
+
+layer(Reader.Default.pipe(Layer.provideMerge(TestDatabase(undefined, { databasePath: ":memory:" }))))(
+  "Reader on an in-memory database",
+  (it) => {
+    common(it)
+  }
+)
