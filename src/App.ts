@@ -4,6 +4,7 @@ import { AggregatorLive } from "./Analytics/Aggregator.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import type { AppSettings } from "./Config.js"
 import { Outbox } from "./Events/Outbox.js"
+import { withRequestId } from "./Http/RequestId.js"
 import { HttpLive } from "./Http/Server.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
 import { RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
@@ -31,7 +32,10 @@ export const ServerLive = (settings: AppSettings) =>
 /** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */
 export const LoggingLive = (settings: AppSettings) =>
   Layer.mergeAll(
-    settings.logFormat === "json" ? Logger.json : Logger.pretty,
+    Logger.replace(
+      Logger.defaultLogger,
+      withRequestId(settings.logFormat === "json" ? Logger.withConsoleLog(Logger.jsonLogger) : Logger.prettyLogger())
+    ),
     Logger.minimumLogLevel(settings.logLevel)
   )
 

@@ -13,7 +13,6 @@ import { AnalyticsLive } from "../Analytics/Http.js"
 import { Api } from "../Api.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "../Auth/Authorization.js"
-import { randomBase62 } from "../Domain/Ids.js"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "../Embeds/Http.js"
 import { UsageLive } from "../Quota/Http.js"
@@ -30,47 +29,46 @@ import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { WebhooksHttpLive } from "../Webhooks/Http.js"
 import { RequestErrorsLive } from "./RequestErrors.js"
+import { requestIdOf } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
   HttpServerResponse.unsafeJson({ code, message }, { status })
 
-const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
+/** The documented error body for whatever the API's own encoder did not answer. */
+const unhandled = (request: HttpServerRequest.HttpServerRequest) => (cause: Cause.Cause<unknown>) => {
+  const failure: unknown = Option.getOrUndefined(Cause.failureOption(cause))
+  if (failure instanceof HttpServerError.RouteNotFound) {
+    return Effect.succeed(errorJson(404, "not_found", `No route for ${request.method} ${request.url.split("?")[0]}.`))
+  }
+  if (Cause.isInterruptedOnly(cause)) {
+    return Effect.succeed(errorJson(503, "service_unavailable", "The request was interrupted; it may be retried."))
+  }
+  const squashed = Cause.squash(cause)
+  if (isSqliteBusy(squashed)) {
+    return Effect.as(
+      Effect.logWarning("database busy", cause),
+      errorJson(503, "service_unavailable", "The service is busy; nothing changed and the request may be retried.")
+    )
+  }
+  return Effect.as(
+    Effect.logError("unhandled error", cause),
+    errorJson(500, "internal_error", "The service failed to answer this request; it has been logged.")
+  )
+}
 
 /**
- * Outermost middleware: a request id on every answer and in every log line, and the
- * documented error body for whatever the API's own encoder did not answer.
+ * Outermost middleware: a request id on every answer (and, through `withRequestId`, in every
+ * log line), and the documented error body for whatever the API's own encoder did not answer.
  */
 export const serveMiddleware = <E, R>(
   app: HttpApp.Default<E, R>
 ): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const incoming = request.headers["x-request-id"]
-    const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : `req_${randomBase62(16)}`
-    const response = yield* app.pipe(
-      Effect.catchAllCause((cause) => {
-        const failure: unknown = Option.getOrUndefined(Cause.failureOption(cause))
-        if (failure instanceof HttpServerError.RouteNotFound) {
-          return Effect.succeed(errorJson(404, "not_found", `No route for ${request.method} ${request.url.split("?")[0]}.`))
-        }
-        if (Cause.isInterruptedOnly(cause)) {
-          return Effect.succeed(errorJson(503, "service_unavailable", "The request was interrupted; it may be retried."))
-        }
-        const squashed = Cause.squash(cause)
-        if (isSqliteBusy(squashed)) {
-          return Effect.as(
-            Effect.logWarning("database busy", cause),
-            errorJson(503, "service_unavailable", "The service is busy; nothing changed and the request may be retried.")
-          )
-        }
-        return Effect.as(
-          Effect.logError("unhandled error", cause),
-          errorJson(500, "internal_error", "The service failed to answer this request; it has been logged.")
-        )
-      }),
-      Effect.annotateLogs("requestId", requestId)
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const requestId = requestIdOf(request)
+    return Effect.map(
+      Effect.catchAllCause(app, unhandled(request)),
+      (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)
     )
-    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   })
 
 const PagesAndHealth = HttpApiBuilder.Router.use((router) =>
