@@ -12,7 +12,8 @@
  */
 import { Database, type Statement } from "bun:sqlite"
 import { parseArgs } from "node:util"
-import { keyLookupSql } from "../../src/Auth/ApiKeyRepo.js"
+import { analyticsSnapshotSql } from "../../src/Analytics/SnapshotSql.js"
+import { keyLookupSql } from "../../src/Auth/KeyLookupSql.js"
 import { hashToken } from "../../src/Auth/Token.js"
 import { randomBase62 } from "../../src/Domain/Ids.js"
 import { AccountUsage, type RateLimitHeaders } from "../../src/Quota/AccountUsage.js"
@@ -499,30 +500,11 @@ interface StoredQuestion {
   deleted: number
   options: string
 }
-const allQuestionsOf = db.query<StoredQuestion, [string]>(
-  "SELECT id, survey_id, type, position, deleted, options FROM questions WHERE survey_id = ?"
-)
-/** The five counter tables in one statement, as the service reads them; column 0 tells the table. */
-const storedCounters = db.query<Array<string | number | null>, Array<string>>(
-  `SELECT 0, NULL, NULL, response_count, completed_count, signature, NULL, NULL
-     FROM analytics_surveys WHERE survey_id = ?
-   UNION ALL SELECT 1, NULL, NULL, position, count, NULL, NULL, NULL
-     FROM analytics_reach WHERE survey_id = ?
-   UNION ALL SELECT 2, question_id, NULL, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
-     FROM analytics_questions WHERE survey_id = ?
-   UNION ALL SELECT 3, question_id, value, count, rank_sum, NULL, NULL, NULL
-     FROM analytics_options WHERE survey_id = ?
-   UNION ALL SELECT 4, question_id, NULL, num, count, NULL, NULL, NULL
-     FROM analytics_numbers WHERE survey_id = ?`
-)
-
-const snapshot = db.transaction((surveyId: string) => ({
-  questions: allQuestionsOf.all(surveyId),
-  counters: storedCounters.values(surveyId, surveyId, surveyId, surveyId, surveyId)
-}))
+/** The survey's questions and its five counter tables in one statement, as the service reads them. */
+const analyticsSnapshot = db.query<Array<string | number | null>, [string]>(analyticsSnapshotSql)
 
 const analyticsJson = (surveyId: string) => {
-  const s = snapshot(surveyId)
+  const questionRows: Array<StoredQuestion> = []
   let responseCount = 0
   let completedCount = 0
   const counters = new Map<string, {
@@ -535,9 +517,12 @@ const analyticsJson = (surveyId: string) => {
   const options = new Map<string, Map<string, { count: number; rankSum: number }>>()
   const numbers = new Map<string, Map<number, number>>()
   const reach = new Map<number, number>()
-  for (const row of s.counters as Array<[number, string, string, number, number, number, number, number]>) {
+  for (const row of analyticsSnapshot.values(surveyId) as Array<[number, string, string, number, number, number, number, number]>) {
     const [kind, questionId, value, a, b, c, d, e] = row
-    if (kind === 0) {
+    if (kind === 5) {
+      // id, type, position, deleted, options
+      questionRows.push({ id: questionId, type: value, position: a, deleted: b, options: String(c) })
+    } else if (kind === 0) {
       responseCount = a
       completedCount = b
     } else if (kind === 1) {
@@ -559,7 +544,7 @@ const analyticsJson = (surveyId: string) => {
     for (const [at, count] of reach) if (at >= position) reached += count
     return reached
   }
-  const shown = s.questions
+  const shown = questionRows
     .filter((q) => q.deleted === 0 && q.type !== "section")
     .sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const questions = shown.map((q) => {

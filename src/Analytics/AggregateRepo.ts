@@ -1,7 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { StoredQuestionType } from "../Domain/Question.js"
-import { num, text } from "../Sql/Rows.js"
+import { Reader } from "../Sql/Reader.js"
+import { analyticsSnapshotSql, storedCountersSql } from "./SnapshotSql.js"
+import { num, oneOf, text } from "../Sql/Rows.js"
 import {
   type Aggregates,
   type Contribution,
@@ -54,10 +56,68 @@ export interface StoredContribution {
   readonly contribution: Contribution
 }
 
+
+const decodeOptions = Schema.decodeUnknownSync(
+  Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
+)
+
+/** Reads the rows of `storedCountersSql` or `analyticsSnapshotSql`. */
+const foldCounters = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
+  const agg = emptyAggregates()
+  const questions: Array<QuestionDef> = []
+  let signature: string | null = null
+  for (const row of rows) {
+    switch (num(row, 0, "kind")) {
+      case 0:
+        agg.responseCount = num(row, 3, "response_count")
+        agg.completedCount = num(row, 4, "completed_count")
+        signature = text(row, 5, "signature")
+        break
+      case 1:
+        agg.reach.set(num(row, 3, "position"), num(row, 4, "count"))
+        break
+      case 2:
+        agg.questions.set(text(row, 1, "question_id"), {
+          answered: num(row, 3, "answered"),
+          textCount: num(row, 4, "text_count"),
+          numericCount: num(row, 5, "numeric_count"),
+          numericSum: num(row, 6, "numeric_sum"),
+          numericSumSquares: num(row, 7, "numeric_sum_squares")
+        })
+        break
+      case 3: {
+        const questionId = text(row, 1, "question_id")
+        const map = agg.options.get(questionId) ?? new Map()
+        map.set(text(row, 2, "value"), { count: num(row, 3, "count"), rankSum: num(row, 4, "rank_sum") })
+        agg.options.set(questionId, map)
+        break
+      }
+      case 4: {
+        const questionId = text(row, 1, "question_id")
+        const map = agg.numbers.get(questionId) ?? new Map()
+        map.set(num(row, 3, "num"), num(row, 4, "count"))
+        agg.numbers.set(questionId, map)
+        break
+      }
+      case 5:
+        questions.push({
+          id: text(row, 1, "id"),
+          type: oneOf(row, 2, "type", StoredQuestionType.literals),
+          position: num(row, 3, "position"),
+          deleted: num(row, 4, "deleted") !== 0,
+          options: decodeOptions(row[5])
+        })
+        break
+    }
+  }
+  return { questions, stored: { aggregates: agg, signature } }
+}
+
 /** Reads and writes the stored aggregates, the per-response contributions and the change position. */
 export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/AggregateRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const reader = yield* Reader
 
     /** Every question of a survey, deleted ones and sections included. */
     const questionsOf = (surveyId: string) =>
@@ -82,60 +142,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
 
     /** The stored counters of one survey and the layout signature they were built against. */
     const load = (surveyId: string) =>
-      Effect.gen(function*() {
-        // One statement for the five counter tables (each `@effect/sql` step costs more than these
-        // small reads), as value rows with typed column reads instead of a Schema decode per row
-        // (docs/performance.md). Column 0 tells the table; the others are that table's columns.
-        const rows = yield* sql`
-          SELECT 0, NULL, NULL, response_count, completed_count, signature, NULL, NULL
-            FROM analytics_surveys WHERE survey_id = ${surveyId}
-          UNION ALL SELECT 1, NULL, NULL, position, count, NULL, NULL, NULL
-            FROM analytics_reach WHERE survey_id = ${surveyId}
-          UNION ALL SELECT 2, question_id, NULL, answered, text_count, numeric_count, numeric_sum, numeric_sum_squares
-            FROM analytics_questions WHERE survey_id = ${surveyId}
-          UNION ALL SELECT 3, question_id, value, count, rank_sum, NULL, NULL, NULL
-            FROM analytics_options WHERE survey_id = ${surveyId}
-          UNION ALL SELECT 4, question_id, NULL, num, count, NULL, NULL, NULL
-            FROM analytics_numbers WHERE survey_id = ${surveyId}`.values
-        const agg = emptyAggregates()
-        let signature: string | null = null
-        for (const row of rows) {
-          switch (num(row, 0, "kind")) {
-            case 0:
-              agg.responseCount = num(row, 3, "response_count")
-              agg.completedCount = num(row, 4, "completed_count")
-              signature = text(row, 5, "signature")
-              break
-            case 1:
-              agg.reach.set(num(row, 3, "position"), num(row, 4, "count"))
-              break
-            case 2:
-              agg.questions.set(text(row, 1, "question_id"), {
-                answered: num(row, 3, "answered"),
-                textCount: num(row, 4, "text_count"),
-                numericCount: num(row, 5, "numeric_count"),
-                numericSum: num(row, 6, "numeric_sum"),
-                numericSumSquares: num(row, 7, "numeric_sum_squares")
-              })
-              break
-            case 3: {
-              const questionId = text(row, 1, "question_id")
-              const map = agg.options.get(questionId) ?? new Map()
-              map.set(text(row, 2, "value"), { count: num(row, 3, "count"), rankSum: num(row, 4, "rank_sum") })
-              agg.options.set(questionId, map)
-              break
-            }
-            case 4: {
-              const questionId = text(row, 1, "question_id")
-              const map = agg.numbers.get(questionId) ?? new Map()
-              map.set(num(row, 3, "num"), num(row, 4, "count"))
-              agg.numbers.set(questionId, map)
-              break
-            }
-          }
-        }
-        return { aggregates: agg, signature }
-      })
+      Effect.map(sql.unsafe(storedCountersSql, [surveyId]).values, (rows) => foldCounters(rows).stored)
 
     /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
     const addDelta = (surveyId: string, delta: Aggregates, signature: string) =>
@@ -266,9 +273,12 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
         sql`DELETE FROM analytics_contributions WHERE response_id IN ${sql.in(part)}`, { discard: true })
 
-    /** A survey's questions and counters read in one transaction, so both belong to the same moment. */
+    /**
+     * A survey's questions and counters, read in one statement, so both belong to the same moment
+     * (on the reader's connection: GET /analytics is a request-path read).
+     */
     const snapshot = (surveyId: string) =>
-      sql.withTransaction(Effect.all({ questions: questionsOf(surveyId), stored: load(surveyId) }))
+      Effect.map(reader.values(analyticsSnapshotSql, [surveyId]), foldCounters)
 
     const storedSignature = (surveyId: string) =>
       sql<{ signature: string }>`SELECT signature FROM analytics_surveys WHERE survey_id = ${surveyId}`.pipe(
@@ -312,5 +322,6 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       changesAfter,
       surveyIds
     } as const
-  })
+  }),
+  dependencies: [Reader.Default]
 }) {}
