@@ -13,7 +13,7 @@
 import { Database, type Statement } from "bun:sqlite"
 import { parseArgs } from "node:util"
 import { analyticsSnapshotSql } from "../../src/Analytics/SnapshotSql.js"
-import { keyLookupSql } from "../../src/Auth/KeyLookupSql.js"
+import { accessGenerationSql, keyLookupSql } from "../../src/Auth/KeyLookupSql.js"
 import { hashToken } from "../../src/Auth/Token.js"
 import { randomBase62 } from "../../src/Domain/Ids.js"
 import { AccountUsage, type RateLimitHeaders } from "../../src/Quota/AccountUsage.js"
@@ -47,7 +47,7 @@ db.exec("PRAGMA journal_mode = WAL")
 db.exec("PRAGMA synchronous = NORMAL")
 db.exec("PRAGMA busy_timeout = 5000")
 
-const keyByHash = db.query<{
+interface KeyRow {
   id: string
   workspace_id: string
   created_by: string
@@ -59,7 +59,8 @@ const keyByHash = db.query<{
   burst_window_minutes: number
   daily_limit: number
   monthly_limit: number
-}, [string]>(keyLookupSql)
+}
+const keyByHash = db.query<KeyRow, [string]>(keyLookupSql)
 
 interface SurveyRow {
   id: string
@@ -136,31 +137,68 @@ class Answered extends Error {
 const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
 const tokenShape = /^[A-Za-z0-9_\-]{8,200}$/
 
+type Lookup =
+  | { readonly _tag: "Unknown" }
+  | { readonly _tag: "NotMember" }
+  | { readonly _tag: "NoApiAccess" }
+  | { readonly _tag: "Valid"; readonly key: Key }
+
+const decide = (row: KeyRow | null): Lookup => {
+  if (row === null) return { _tag: "Unknown" }
+  if (row.role === null) return { _tag: "NotMember" }
+  if (row.api_access === 0) return { _tag: "NoApiAccess" }
+  const ids: unknown = row.survey_ids === null ? null : JSON.parse(row.survey_ids)
+  return {
+    _tag: "Valid",
+    key: {
+      id: row.id,
+      workspaceId: row.workspace_id,
+      accountId: row.created_by,
+      surveyIds: Array.isArray(ids) ? new Set(ids.map(String)) : null,
+      plan: {
+        planId: row.plan_id,
+        burstLimit: row.burst_limit,
+        burstWindowMinutes: row.burst_window_minutes,
+        dailyLimit: row.daily_limit,
+        monthlyLimit: row.monthly_limit
+      }
+    }
+  }
+}
+
+// Known keys remembered with the access generation they were read at, as the service does
+// (src/Auth/ApiKeyRepo.ts): the generation is read on every request, the lookup only after a change.
+const accessGeneration = db.query<{ value: number }, []>(accessGenerationSql)
+const remembered = new Map<string, { readonly generation: number; readonly found: Lookup }>()
+
+const lookupKey = (tokenHash: string): Lookup => {
+  const generation = accessGeneration.get()?.value ?? 0
+  const known = remembered.get(tokenHash)
+  if (known !== undefined && known.generation === generation) return known.found
+  const found = decide(keyByHash.get(tokenHash))
+  if (found._tag !== "Unknown") {
+    if (remembered.size >= 10_000) remembered.clear()
+    remembered.set(tokenHash, { generation, found })
+  }
+  return found
+}
+
 const authenticate = (request: Request, requestId: string): Key => {
   const raw = (request.headers.get("authorization") ?? "").slice("Bearer ".length).trim()
   const unauthorized = (message: string) => new Answered(error(401, "unauthorized", message, requestId))
   if (!tokenShape.test(raw)) throw unauthorized("Send an API key as `Authorization: Bearer <API_KEY>`.")
-  const row = keyByHash.get(hashToken(raw))
-  if (row === null) throw unauthorized("The API key is not valid or has been revoked.")
-  if (row.role === null) throw unauthorized("The API key's creator no longer has access to the workspace.")
-  if (row.api_access === 0) {
-    throw new Answered(
-      error(403, "plan_upgrade_required", "The workspace owner's plan does not include API access.", requestId)
-    )
-  }
-  const ids: unknown = row.survey_ids === null ? null : JSON.parse(row.survey_ids)
-  return {
-    id: row.id,
-    workspaceId: row.workspace_id,
-    accountId: row.created_by,
-    surveyIds: Array.isArray(ids) ? new Set(ids.map(String)) : null,
-    plan: {
-      planId: row.plan_id,
-      burstLimit: row.burst_limit,
-      burstWindowMinutes: row.burst_window_minutes,
-      dailyLimit: row.daily_limit,
-      monthlyLimit: row.monthly_limit
-    }
+  const found = lookupKey(hashToken(raw))
+  switch (found._tag) {
+    case "Unknown":
+      throw unauthorized("The API key is not valid or has been revoked.")
+    case "NotMember":
+      throw unauthorized("The API key's creator no longer has access to the workspace.")
+    case "NoApiAccess":
+      throw new Answered(
+        error(403, "plan_upgrade_required", "The workspace owner's plan does not include API access.", requestId)
+      )
+    case "Valid":
+      return found.key
   }
 }
 

@@ -163,6 +163,8 @@ const prepareDatabase = async () => {
   mkdirSync(dir, { recursive: true })
   const db = join(dir, `read-${dataset.surveys}x${dataset.responsesPerSurvey}-${stamp}.db`)
   if (existsSync(db) && !flags.fresh) {
+    // Migrations added since the dataset was made; both servers then start from the same schema.
+    run([binary, "migrate", "--db", db])
     console.log(`dataset: ${db} (cached; --fresh rebuilds it)`)
     return db
   }

@@ -1,13 +1,15 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { Reader } from "../Sql/Reader.js"
-import { keyLookupSql } from "./KeyLookupSql.js"
+import { accessGenerationSql, keyLookupSql } from "./KeyLookupSql.js"
 import { nullableText, num, oneOf, text } from "../Sql/Rows.js"
 import { toIso } from "../Domain/Time.js"
 import { hashToken, newApiToken } from "./Token.js"
 import type { ApiKeyContext } from "./CurrentKey.js"
 
+/** Keys remembered at most; past this the memory starts over. */
+const MAX_REMEMBERED = 10_000
 
 const decodeSurveyIds = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.String)))
 const roles = ["owner", "editor", "viewer"] as const
@@ -24,21 +26,11 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
 
     const reader = yield* Reader
 
-    // On every request's path: one value row on the reader's connection, read with typed column
-    // reads (docs/performance.md).
-    const findByHash = (tokenHash: string) =>
-      Effect.map(reader.values(keyLookupSql, [tokenHash]), (rows) => Option.fromNullable(rows[0]))
-
-    /**
-     * Resolves a token hash to what the key may do right now (decisions §3). On every request's
-     * path, so without a span of its own: the request's covers it.
-     */
-    const lookup = Effect.fnUntraced(function*(tokenHash: string) {
-      const row = yield* findByHash(tokenHash).pipe(Effect.orDie)
-      if (Option.isNone(row)) return { _tag: "Unknown" } as const
-      const r = row.value
-      if (r[4] === null) return { _tag: "NotMember" } as const
-      if (num(r, 5, "api_access") === 0) return { _tag: "NoApiAccess" } as const
+    /** What a row of `keyLookupSql` (or its absence) allows. */
+    const decide = (r: ReadonlyArray<unknown> | undefined): KeyLookup => {
+      if (r === undefined) return { _tag: "Unknown" }
+      if (r[4] === null) return { _tag: "NotMember" }
+      if (num(r, 5, "api_access") === 0) return { _tag: "NoApiAccess" }
       const surveyIds = nullableText(r, 3, "survey_ids")
       const key: ApiKeyContext = {
         keyId: text(r, 0, "id"),
@@ -54,8 +46,34 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
           monthlyLimit: num(r, 10, "monthly_limit")
         }
       }
-      return { _tag: "Valid", key } as const
-    })
+      return { _tag: "Valid", key }
+    }
+
+    // Lookups of known keys, each with the access generation it was read at. The generation moves
+    // with every write to the tables the lookup reads, from any connection or process (migration
+    // 0007), and is read before the lookup, so a remembered answer is never older than its
+    // generation. Unknown tokens are not remembered: guessing cannot fill the memory.
+    const remembered = new Map<string, { readonly generation: number; readonly found: KeyLookup }>()
+
+    /**
+     * Resolves a token hash to what the key may do right now (decisions §3): one single-row read
+     * of the access generation, and the seven-table lookup only when a write may have changed the
+     * answer. On every request's path, so without a span of its own: the request's covers it.
+     */
+    const lookup = (tokenHash: string): Effect.Effect<KeyLookup> =>
+      Effect.flatMap(reader.values(accessGenerationSql, []), (rows) => {
+        const generation = num(rows[0] ?? [], 0, "access_generation")
+        const known = remembered.get(tokenHash)
+        if (known !== undefined && known.generation === generation) return Effect.succeed(known.found)
+        return Effect.map(reader.values(keyLookupSql, [tokenHash]), (found) => {
+          const decided = decide(found[0])
+          if (decided._tag !== "Unknown") {
+            if (remembered.size >= MAX_REMEMBERED) remembered.clear()
+            remembered.set(tokenHash, { generation, found: decided })
+          }
+          return decided
+        })
+      }).pipe(Effect.orDie)
 
     /** Stores a new key (hashed) and returns its token: the only time the token is seen. */
     const create = Effect.fn("ApiKeyRepo.create")(function*(input: {

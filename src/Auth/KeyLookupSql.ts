@@ -13,3 +13,9 @@ export const keyLookupSql = `SELECT k.id, k.workspace_id, k.created_by, k.survey
   JOIN plans cp ON cp.id = c.plan_id
   LEFT JOIN members m ON m.workspace_id = k.workspace_id AND m.account_id = k.created_by
   WHERE k.token_hash = ? AND k.revoked = 0`
+
+/**
+ * Moves with every write to the tables `keyLookupSql` reads (migration 0007): a lookup
+ * remembered at one value is still what `keyLookupSql` would answer while it holds.
+ */
+export const accessGenerationSql = "SELECT value FROM access_generation WHERE id = 1"

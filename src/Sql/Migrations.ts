@@ -6,6 +6,7 @@ import Respondents from "./migrations/0003_respondents.js"
 import Webhooks from "./migrations/0004_webhooks.js"
 import Analytics from "./migrations/0005_analytics.js"
 import Quota from "./migrations/0006_quota.js"
+import AccessGeneration from "./migrations/0007_access_generation.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -17,7 +18,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0003_respondents": Respondents,
   "0004_webhooks": Webhooks,
   "0005_analytics": Analytics,
-  "0006_quota": Quota
+  "0006_quota": Quota,
+  "0007_access_generation": AccessGeneration
 }
 
 export const runMigrations = Migrator.make({})({
