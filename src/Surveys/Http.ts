@@ -29,7 +29,7 @@ export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return preEncoded(SurveyPage, {
-            data: page.map((row) => row.toWire()),
+            data: page,
             nextCursor: rows.length > limit && last !== undefined
               ? encodeCursor({ key: last.updatedAt, id: last.id }, fingerprint)
               : null
