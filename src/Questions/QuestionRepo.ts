@@ -19,7 +19,14 @@ const ApiQuestionRow = Schema.Struct({
 })
 type ApiQuestionRow = typeof ApiQuestionRow.Type
 
-const decodeOptions = Schema.decodeUnknownSync(OptionsJson)
+const isOptions = Schema.is(Schema.typeSchema(OptionsJson))
+
+/** The stored options JSON: parsed, then checked against the schema (cheaper than a parseJson decode). */
+const storedOptions = (row: ReadonlyArray<unknown>): typeof OptionsJson.Type => {
+  const parsed: unknown = JSON.parse(text(row, 6, "options"))
+  if (!isOptions(parsed)) throw new Error(`column options: expected a list of { value, label }`)
+  return parsed
+}
 
 const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ({
   id: text(row, 0, "id"),
@@ -28,7 +35,7 @@ const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ({
   required: num(row, 3, "required"),
   allowMultiple: num(row, 4, "allow_multiple"),
   position: num(row, 5, "position"),
-  options: decodeOptions(row[6])
+  options: storedOptions(row)
 })
 
 const apiQuestionsOf = `SELECT id, type, label, required, allow_multiple, position, options
