@@ -18,6 +18,7 @@ export interface Position {
 }
 
 const decodeJson = Schema.decodeUnknownEither(CursorJson)
+const cursorShape = /^[A-Za-z0-9_-]{1,2048}$/
 const encodeJson = Schema.encodeSync(CursorJson)
 
 /** An opaque keyset cursor: base64url of the position and the fingerprint of the query it belongs to. */
@@ -28,13 +29,15 @@ export const decodeCursor = (
   cursor: string,
   fingerprint: string
 ): Either.Either<Position, InvalidRequest> => {
-  const invalid = new InvalidRequest({
-    message: "The cursor is not valid for this list; use a nextCursor from the same request.",
-    issues: [{ path: "cursor", message: "not a cursor issued for this list and filter" }]
-  })
-  if (!/^[A-Za-z0-9_-]{1,2048}$/.test(cursor)) return Either.left(invalid)
+  // Made only when refused: an error captures a stack trace, which a valid cursor need not pay for.
+  const invalid = () =>
+    new InvalidRequest({
+      message: "The cursor is not valid for this list; use a nextCursor from the same request.",
+      issues: [{ path: "cursor", message: "not a cursor issued for this list and filter" }]
+    })
+  if (!cursorShape.test(cursor)) return Either.left(invalid())
   return decodeJson(Buffer.from(cursor, "base64url").toString("utf8")).pipe(
-    Either.mapLeft(() => invalid),
-    Either.flatMap((c) => c.f === fingerprint ? Either.right({ key: c.k, id: c.i }) : Either.left(invalid))
+    Either.mapLeft(invalid),
+    Either.flatMap((c) => c.f === fingerprint ? Either.right({ key: c.k, id: c.i }) : Either.left(invalid()))
   )
 }
