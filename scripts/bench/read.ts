@@ -60,6 +60,11 @@ const depth = [
 
 // ---------------------------------------------------------------------------------------------
 
+if (!existsSync("/usr/bin/wrk")) {
+  console.error("bench:read loads the servers with wrk: install it first (Debian: apt-get install wrk).")
+  process.exit(1)
+}
+
 const children = new Set<ReturnType<typeof Bun.spawn>>()
 const stopAll = () => {
   for (const child of children) child.kill()
