@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect, FastCheck as fc, Layer } from "effect"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
@@ -136,6 +136,9 @@ layer(Setup)("stored aggregates", (it) => {
           })
         }
         yield* aggregator.catchUp()
+        // Consumed changes are dropped with the step that applied them.
+        const left = yield* sql<{ n: number }>`SELECT count(*) AS n FROM response_changes WHERE survey_id = ${surveyId}`
+        expect(left[0]?.n).toBe(0)
 
         const responses = [...model.values()]
         const stored = yield* repo.load(surveyId)

@@ -292,6 +292,8 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const latestChange = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM response_changes`.pipe(
       Effect.map((rows) => rows[0]?.seq ?? 0)
     )
+    /** Drops consumed changes: the aggregator is the log's only reader, and its position only grows. */
+    const pruneChanges = (upTo: number) => sql`DELETE FROM response_changes WHERE seq <= ${upTo}`
     const changesAfter = (seq: number, limit: number) =>
       sql`SELECT seq, response_id, survey_id FROM response_changes WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`
         .pipe(Effect.flatMap(decodeChanges))
@@ -320,6 +322,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       setPosition,
       latestChange,
       changesAfter,
+      pruneChanges,
       surveyIds
     } as const
   }),

@@ -71,6 +71,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       let responses = 0
       for (const id of ids) responses += yield* rebuild(id)
       yield* repo.setPosition(upTo)
+      yield* repo.pruneChanges(upTo)
       // A full rebuild writes a contribution per response: fold the write-ahead log back into the
       // database now rather than on the next small commit of a running server.
       yield* sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -129,6 +130,8 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         yield* repo.deleteContributions(ids.filter((id) => !present.has(id)))
         yield* repo.saveContributions(saved)
         yield* repo.setPosition(last.seq)
+        // In the same transaction: the log holds only what the aggregates do not include yet.
+        yield* repo.pruneChanges(last.seq)
         return changes.length
       })))
     })
