@@ -5,6 +5,7 @@ import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import type { AppSettings } from "./Config.js"
 import { Outbox } from "./Events/Outbox.js"
 import { withRequestId } from "./Http/RequestId.js"
+import { MAX_REQUEST_BODY_BYTES } from "./Http/RequestErrors.js"
 import { HttpLive } from "./Http/Server.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
 import { RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
@@ -23,7 +24,11 @@ export const OperatorServices = Layer.mergeAll(ApiKeyRepo.Default, SurveyLifecyc
 export const ServerLive = (settings: AppSettings) =>
   HttpLive.pipe(
     Layer.provide(RateLimiter.Live),
-    Layer.provide(BunHttpServer.layer({ port: settings.port, hostname: "0.0.0.0" })),
+    Layer.provide(BunHttpServer.layer({
+      port: settings.port,
+      hostname: "0.0.0.0",
+      maxRequestBodySize: MAX_REQUEST_BODY_BYTES
+    })),
     Layer.merge(RespondentPurgeLive),
     Layer.merge(AggregatorLive),
     Layer.merge(WebhookWorkersLive)

@@ -73,4 +73,30 @@ layer(TestServer(baseFixture))("bad input never reaches a 500 or framework inter
         }
       }
     }), { timeout: 120_000 })
+
+  it.effect("a body declared larger than 64 KiB is refused unread with invalid_request, and changes nothing", () =>
+    Effect.gen(function*() {
+      const big = JSON.stringify({ externalUserId: "user-1", padding: "x".repeat(70 * 1024) })
+      const refused = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", { token: TOKENS.editor, body: big })
+      expect(refused.status).toBe(400)
+      expect(refused.body).toMatchObject({
+        code: "invalid_request",
+        message: "The request body exceeds 65536 bytes.",
+        issues: [{ path: "", message: "at most 65536 bytes" }]
+      })
+      const webhook = yield* call("PUT", "/api/v1/surveys/srv_main/webhook", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ url: `https://example.com/${"a".repeat(70 * 1024)}` })
+      })
+      expect(webhook.status).toBe(400)
+      const unchanged = yield* call("GET", "/api/v1/surveys/srv_main/webhook", { token: TOKENS.editor })
+      expect(unchanged.status).toBe(200)
+      expect(unchanged.body).toMatchObject({ enabled: false })
+      // Just under the limit, the body is read and judged on its content as before.
+      const small = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ externalUserId: "user-1" })
+      })
+      expect(small.status).toBe(201)
+    }))
 })
