@@ -52,6 +52,16 @@ layer(TestServer(csvFixture))("GET /api/v1/surveys/{id}/responses?format=csv", (
       )
       expect(completed.status).toBe(200)
       expect(records(completed.text).slice(1).map((r) => r[0])).toEqual(["rsp_csv_0", "rsp_csv_2", "rsp_csv_4", "rsp_csv_6", "rsp_csv_8"])
+      // Values the paged list refuses are ignored too; the other parameters still apply.
+      for (const paging of ["limit=1000", "limit=abc&cursor=%25%25", "cursor=&limit=-1", "limit=0&limit=5"]) {
+        const res = yield* get(`/api/v1/surveys/srv_csv/responses?${paging}&format=csv&status=completed`, TOKENS.editor)
+        expect(res.status, paging).toBe(200)
+        expect(res.text, paging).toBe(completed.text)
+      }
+      // The paged list still refuses them.
+      const paged = yield* get("/api/v1/surveys/srv_csv/responses?limit=1000", TOKENS.editor)
+      expect(paged.status).toBe(400)
+      expect(paged.body).toMatchObject({ code: "invalid_request", issues: [{ path: "limit" }] })
       const incomplete = yield* get("/api/v1/surveys/srv_csv/responses?format=csv&status=incomplete", TOKENS.editor)
       expect(records(incomplete.text).slice(1).map((r) => r[0])).toEqual(["rsp_csv_1", "rsp_csv_3", "rsp_csv_5", "rsp_csv_7"])
       const after = new Date(Date.UTC(2026, 2, 1) + 15 * 1000).toISOString()

@@ -22,6 +22,7 @@ import { RespondentTokens } from "../Respondents/RespondentTokens.js"
 import { ResponseWriter } from "../Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "../Respondents/Routes.js"
 import { ResponseRepo } from "../Responses/ResponseRepo.js"
+import { CsvIgnoresPagingLive } from "../Responses/CsvParams.js"
 import { ResponsesLive } from "../Responses/Http.js"
 import { isSqliteBusy } from "../Sql/Busy.js"
 import { SurveysLive } from "../Surveys/Http.js"
@@ -112,6 +113,7 @@ export const HttpLive = Layer.unwrapEffect(
   Layer.provide(PagesAndHealth),
   Layer.provide(RespondentRoutes.pipe(Layer.provide(Repositories), Layer.provide(RespondentServices))),
   Layer.provide(RequestErrorsLive),
+  Layer.provide(CsvIgnoresPagingLive),
   Layer.provide(ApiLive),
   HttpServer.withLogAddress
 )
