@@ -1,36 +1,24 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer, Schema, TestClock } from "effect"
 import { Aggregator, AggregatorLive } from "../src/Analytics/Aggregator.js"
+import { Analytics } from "../src/Domain/Analytics.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { bodyOf, get, TestServer } from "./support/TestServer.js"
 
-interface Body {
-  responseCount: number
-  completedCount: number
-  incompleteCount: number
-  completionRate: number | null
-  questions: Array<{
-    id: string
-    respondentCount: number
-    skippedCount: number
-    textAnswerCount: number
-    options: Array<{ value: string; label: string; count: number }>
-    numeric: {
-      count: number
-      mean: number
-      median: number | null
-      min: number | null
-      max: number | null
-      standardDeviation: number | null
-    } | null
-    ranking: Array<{ value: string; label: string; count: number; averageRank: number | null }> | null
-  }>
-}
+/** The body as the API encodes it: plain objects, comparable with `toEqual`. */
+const Body = Schema.encodedSchema(Analytics)
+type Body = typeof Body.Type
 
+/** `data` is decoded when read, so that error answers can be checked by status and body. */
 const analytics = (surveyId = "srv_main", token: string = TOKENS.editor) =>
-  Effect.map(get(`/api/v1/surveys/${surveyId}/analytics`, token), (res) => ({ ...res, data: res.body as Body }))
+  Effect.map(get(`/api/v1/surveys/${surveyId}/analytics`, token), (res) => ({
+    ...res,
+    get data() {
+      return bodyOf(Body, res)
+    }
+  }))
 
 const question = (body: Body, id: string) => {
   const found = body.questions.find((q) => q.id === id)

@@ -1,12 +1,14 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { call, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
+
+const SurveyIds = Schema.Struct({ data: Schema.Array(Schema.Struct({ id: Schema.String })) })
 
 const expectError = (res: { status: number; body: unknown }, status: number, code: string) => {
   expect(res.status).toBe(status)
   expect(res.body).toMatchObject({ code, message: expect.any(String) })
-  expect(Object.keys(res.body as object).sort()).toEqual(
+  expect(Object.keys(decodeAs(Schema.Object, res.body)).sort()).toEqual(
     code === "invalid_request" ? expect.arrayContaining(["code", "message"]) : ["code", "message"]
   )
 }
@@ -47,7 +49,7 @@ layer(TestServer(baseFixture))("authentication and plans (decisions §3)", (it) 
   it.effect("a survey-limited key lists only its surveys and gets 403 on other surveys of the workspace", () =>
     Effect.gen(function*() {
       const list = yield* get("/api/v1/surveys", TOKENS.limited)
-      expect((list.body as { data: Array<{ id: string }> }).data.map((s) => s.id)).toEqual(["srv_main"])
+      expect(bodyOf(SurveyIds, list).data.map((s) => s.id)).toEqual(["srv_main"])
       expect((yield* get("/api/v1/surveys/srv_main", TOKENS.limited)).status).toBe(200)
       expectError(yield* get("/api/v1/surveys/srv_draft", TOKENS.limited), 403, "forbidden")
       expectError(yield* get("/api/v1/surveys/srv_draft/questions", TOKENS.limited), 403, "forbidden")

@@ -1,12 +1,18 @@
 import { expect, layer } from "@effect/vitest"
 import { parse } from "csv-parse/sync"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { seedDemo } from "../src/Demo/Seed.js"
 import { trickyTexts, csvFixture } from "./support/CsvFixtures.js"
 import { TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { bodyOf, get, TestServer } from "./support/TestServer.js"
 
 const records = (text: string): Array<Array<string>> => parse(text, { record_delimiter: "\r\n", relax_quotes: false })
+
+const QuestionLabels = Schema.Struct({ data: Schema.Array(Schema.Struct({ label: Schema.String })) })
+const ResponseIds = Schema.Struct({
+  data: Schema.Array(Schema.Struct({ id: Schema.String })),
+  nextCursor: Schema.NullOr(Schema.String)
+})
 
 const fixed = ["responseId", "surveyId", "externalUserId", "completed", "createdAt", "completedAt"]
 
@@ -98,7 +104,7 @@ layer(TestServer())("the demo survey's CSV", (it) => {
       expect(res.status).toBe(200)
       const [header, ...rows] = records(res.text)
       const questions = yield* get("/api/v1/surveys/srv_demo_feedback/questions", editorToken)
-      const labels = (questions.body as { data: Array<{ label: string }> }).data.map((q) => q.label)
+      const labels = bodyOf(QuestionLabels, questions).data.map((q) => q.label)
       expect(header).toEqual([...fixed, ...labels])
       expect(rows.length).toBeGreaterThan(100)
       for (const row of rows) expect(row).toHaveLength(fixed.length + labels.length)
@@ -107,7 +113,7 @@ layer(TestServer())("the demo survey's CSV", (it) => {
       do {
         const query: string = cursor === null ? "" : `&cursor=${cursor}`
         const page = yield* get(`/api/v1/surveys/srv_demo_feedback/responses?limit=100${query}`, editorToken)
-        const body = page.body as { data: Array<{ id: string }>; nextCursor: string | null }
+        const body = bodyOf(ResponseIds, page)
         ids.push(...body.data.map((r) => r.id))
         cursor = body.nextCursor
       } while (cursor !== null)

@@ -1,18 +1,23 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer, Schema, TestClock } from "effect"
 import { AggregatorLive } from "../src/Analytics/Aggregator.js"
+import { Analytics } from "../src/Domain/Analytics.js"
+import { EventEnvelope } from "../src/Events/Event.js"
+import { DeliveryLog } from "../src/Webhooks/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { Webhook } from "standardwebhooks"
-import { call, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { register, WebhookWorld } from "./support/WebhookWorld.js"
 
-interface Analytics {
-  readonly responseCount: number
-  readonly completedCount: number
-  readonly questions: ReadonlyArray<{ id: string; respondentCount: number; options: ReadonlyArray<{ value: string; count: number }> }>
-}
+/** The analytics body as the API encodes it. */
+const AnalyticsBody = Schema.encodedSchema(Analytics)
+type AnalyticsBody = typeof AnalyticsBody.Type
+
+const EmbedSessionBody = Schema.Struct({ embedUrl: Schema.String })
+const SurveyPageBody = Schema.Struct({ respondentToken: Schema.String })
+const SavedBody = Schema.Struct({ responseId: Schema.String })
 
 /**
  * One respondent's way through the service: an embed session created with an API key, the page
@@ -24,24 +29,24 @@ layer(TestServer(baseFixture))("a respondent's journey through every part", (it)
     Effect.gen(function*() {
       yield* Layer.launch(AggregatorLive).pipe(Effect.forkScoped)
       yield* TestClock.adjust("1 second")
-      const before = (yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.viewer)).body as Analytics
+      const before = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.viewer))
 
       const created = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
         token: TOKENS.editor,
         body: JSON.stringify({ externalUserId: "journey-user" })
       })
       expect(created.status).toBe(201)
-      const embedPath = new URL((created.body as { embedUrl: string }).embedUrl).pathname
+      const embedPath = new URL(bodyOf(EmbedSessionBody, created).embedUrl).pathname
       const page = yield* call("GET", embedPath, { headers: { accept: "application/json" } })
       expect(page.status).toBe(200)
-      const respondentToken = (page.body as { respondentToken: string }).respondentToken
+      const respondentToken = bodyOf(SurveyPageBody, page).respondentToken
 
       const started = yield* call("POST", "/respond/v1/responses", {
         token: respondentToken,
         body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["b", "c"] }], finished: false })
       })
       expect(started.status).toBe(201)
-      const responseId = (started.body as { responseId: string }).responseId
+      const responseId = bodyOf(SavedBody, started).responseId
       const finished = yield* call("PATCH", `/respond/v1/responses/${responseId}`, {
         token: respondentToken,
         body: JSON.stringify({ answers: [{ questionId: "q_num", values: ["7"] }], finished: true })
@@ -60,7 +65,7 @@ layer(TestServer(baseFixture))("a respondent's journey through every part", (it)
       })
       const sql = yield* SqlClient.SqlClient
       const events = yield* sql<{ payload: string }>`SELECT payload FROM events WHERE type = 'response.completed'`
-      const envelopes = events.map((e) => JSON.parse(e.payload) as { formId: string; data: { responseId: string; externalUserId: string } })
+      const envelopes = events.map((e) => decodeAs(Schema.parseJson(EventEnvelope), e.payload))
       expect(envelopes.filter((e) => e.data.responseId === responseId)).toEqual([
         expect.objectContaining({ formId: "srv_main", data: expect.objectContaining({ externalUserId: "journey-user" }) })
       ])
@@ -68,12 +73,12 @@ layer(TestServer(baseFixture))("a respondent's journey through every part", (it)
       expect((yield* call("GET", embedPath, { headers: { accept: "application/json" } })).status).toBe(410)
 
       yield* TestClock.adjust("1 second")
-      const after = (yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.viewer)).body as Analytics
+      const after = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.viewer))
       expect(after.responseCount).toBe(before.responseCount + 1)
       expect(after.completedCount).toBe(before.completedCount + 1)
-      const pick = (a: Analytics) => a.questions.find((q) => q.id === "q_pick")
+      const pick = (a: AnalyticsBody) => a.questions.find((q) => q.id === "q_pick")
       expect(pick(after)?.respondentCount).toBe((pick(before)?.respondentCount ?? 0) + 1)
-      const optionCount = (a: Analytics, value: string) => pick(a)?.options.find((o) => o.value === value)?.count ?? 0
+      const optionCount = (a: AnalyticsBody, value: string) => pick(a)?.options.find((o) => o.value === value)?.count ?? 0
       expect(optionCount(after, "b")).toBe(optionCount(before, "b") + 1)
       expect(optionCount(after, "a")).toBe(optionCount(before, "a"))
     }).pipe(Effect.scoped))
@@ -91,21 +96,21 @@ describe("a completion reaches the integrator", () => {
         token: TOKENS.editor,
         body: JSON.stringify({ externalUserId: "integrator-42" })
       })
-      const embedPath = new URL((created.body as { embedUrl: string }).embedUrl).pathname
+      const embedPath = new URL(bodyOf(EmbedSessionBody, created).embedUrl).pathname
       const page = yield* call("GET", embedPath, { headers: { accept: "application/json" } })
-      const respondentToken = (page.body as { respondentToken: string }).respondentToken
+      const respondentToken = bodyOf(SurveyPageBody, page).respondentToken
       const started = yield* call("POST", "/respond/v1/responses", {
         token: respondentToken,
         body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
       })
       expect(started.status).toBe(201)
-      const responseId = (started.body as { responseId: string }).responseId
+      const responseId = bodyOf(SavedBody, started).responseId
 
       const [toSurvey] = yield* eventually(surveyTarget.received, (all) => all.length >= 1)
       const [toWorkspace] = yield* eventually(workspaceTarget.received, (all) => all.length >= 1)
       if (toSurvey === undefined || toWorkspace === undefined) return yield* Effect.dieMessage("nothing received")
-      const event = new Webhook(surveySecret).verify(toSurvey.body, toSurvey.headers) as Record<string, unknown>
-      const same = new Webhook(workspaceSecret).verify(toWorkspace.body, toWorkspace.headers) as Record<string, unknown>
+      const event = decodeAs(EventEnvelope, new Webhook(surveySecret).verify(toSurvey.body, toSurvey.headers))
+      const same = decodeAs(EventEnvelope, new Webhook(workspaceSecret).verify(toWorkspace.body, toWorkspace.headers))
       expect(event["id"]).toBe(same["id"])
       expect(event).toMatchObject({
         type: "response.completed",
@@ -116,14 +121,11 @@ describe("a completion reaches the integrator", () => {
 
       // The event's response is what the API answers for it.
       const read = yield* get(`/api/v1/surveys/srv_main/responses/${responseId}`, TOKENS.viewer)
-      expect((event["data"] as { response: unknown }).response).toEqual(read.body)
+      expect(event["data"]["response"]).toEqual(read.body)
 
-      interface Log {
-        readonly data: ReadonlyArray<{ readonly eventId: string; readonly ok: boolean; readonly responseStatus: number | null }>
-      }
       for (const path of ["/api/v1/surveys/srv_main/webhook/deliveries", "/api/v1/webhooks/deliveries"]) {
         const log = yield* eventually(
-          Effect.map(get(path, TOKENS.viewer), (r) => r.body as Log),
+          Effect.map(get(path, TOKENS.viewer), (r) => bodyOf(DeliveryLog, r)),
           (l) => l.data.length >= 1
         )
         expect(log.data[0]).toMatchObject({ eventId: event["id"], ok: true, responseStatus: 200 })

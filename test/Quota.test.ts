@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { Usage } from "../src/Quota/Api.js"
 import { FLUSH_EVERY } from "../src/Quota/RateLimiter.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
-import { type Answered, get, TestServer } from "./support/TestServer.js"
+import { type Answered, bodyOf, get, TestServer } from "./support/TestServer.js"
 
 const rateHeaders = (res: Answered) => ({
   limit: res.headers["ratelimit-limit"],
@@ -16,6 +16,17 @@ const rateHeaders = (res: Answered) => ({
 })
 
 const usageOf = (res: Answered): typeof Usage.Type => Schema.decodeUnknownSync(Usage)(res.body)
+
+/** The operations of each path in the OpenAPI document, as far as the tests read them. */
+const OpenApiPaths = Schema.Struct({
+  paths: Schema.Record({
+    key: Schema.String,
+    value: Schema.Struct({
+      get: Schema.optional(Schema.Struct({ responses: Schema.Record({ key: Schema.String, value: Schema.Unknown }) }))
+    })
+  })
+})
+const ResponseIds = Schema.Struct({ data: Schema.Array(Schema.Struct({ id: Schema.String })) })
 
 layer(TestServer(quotaFixture))("RateLimit headers, 429 and GET /usage", (it) => {
   it.effect("a burst of 5 shows 4, 3, 2, 1, 0; the 6th is 429 with Retry-After and the error body", () =>
@@ -91,7 +102,7 @@ layer(TestServer(quotaFixture))("RateLimit headers, 429 and GET /usage", (it) =>
   it.effect("the OpenAPI document describes GET /usage with its 429 and 503", () =>
     Effect.gen(function*() {
       const doc = yield* get("/openapi.json")
-      const paths = (doc.body as { paths: Record<string, { get?: { responses: Record<string, unknown> } }> }).paths
+      const paths = bodyOf(OpenApiPaths, doc).paths
       expect(Object.keys(paths["/api/v1/usage"]?.get?.responses ?? {})).toEqual(
         expect.arrayContaining(["200", "401", "403", "429", "503"])
       )
@@ -182,7 +193,7 @@ describe("503 when the store stays busy", () => {
 
         const list = yield* get("/api/v1/surveys/srv_q/responses", QUOTA_TOKENS.colleague)
         expect(list.status).toBe(200)
-        expect((list.body as { data: Array<{ id: string }> }).data.map((r) => r.id)).toEqual(["rsp_q"])
+        expect(bodyOf(ResponseIds, list).data.map((r) => r.id)).toEqual(["rsp_q"])
         const retry = yield* get("/api/v1/usage", QUOTA_TOKENS.colleague)
         expect(retry.status).toBe(200)
         // The 503s counted nowhere: 1 before, the list under the lock, the list after it and this call.

@@ -1,20 +1,26 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium, type FrameLocator, type Page } from "playwright-core"
+import { EventEnvelope } from "../src/Events/Event.js"
+import { ResponsePage } from "../src/Responses/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
-import { call, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
 
 const CHROMIUM = "/usr/bin/chromium"
 const hasChromium = existsSync(CHROMIUM)
 if (!hasChromium) {
   console.warn(`Skipping the survey page browser test: ${CHROMIUM} is missing (CI installs Debian's chromium).`)
 }
+
+const EmbedSessionBody = Schema.Struct({ embedUrl: Schema.String })
+/** A page of responses as the API encodes it. */
+const ResponsesBody = Schema.encodedSchema(ResponsePage)
 
 /** A real headless Chromium with a fresh profile, closed (and its profile removed) with the scope. */
 const browserContext = (viewport: { width: number; height: number }) =>
@@ -70,7 +76,7 @@ const createEmbedUrl = (origin: string, externalUserId: string) =>
     })
     expect(res.status).toBe(201)
     // The configured public base URL is not known before the test server binds its port.
-    return `${origin}${new URL((res.body as { embedUrl: string }).embedUrl).pathname}`
+    return `${origin}${new URL(bodyOf(EmbedSessionBody, res).embedUrl).pathname}`
   })
 
 const question = (frame: FrameLocator, id: string) => frame.locator(`.question[data-question-id="${id}"]`)
@@ -209,14 +215,7 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
         expect(pageErrors).toEqual([])
 
         const list = yield* get("/api/v1/surveys/srv_all/responses?status=completed", TOKENS.editor)
-        const responses = (list.body as {
-          data: Array<{
-            id: string
-            externalUserId: string | null
-            completed: boolean
-            answers: Array<{ fieldId: string; value: string; values: Array<string> }>
-          }>
-        }).data.filter((r) => r.externalUserId === "browser-user-1")
+        const responses = bodyOf(ResponsesBody, list).data.filter((r) => r.externalUserId === "browser-user-1")
         expect(responses).toHaveLength(1)
         const response = responses[0]!
         expect(response.completed).toBe(true)
@@ -236,7 +235,7 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
         const sql = yield* SqlClient.SqlClient
         const events = yield* sql<{ payload: string }>`
           SELECT payload FROM events WHERE type = 'response.completed' AND survey_id = 'srv_all'`.pipe(Effect.orDie)
-        const mine = events.map((e) => JSON.parse(e.payload) as { data: { responseId: string; externalUserId: string } })
+        const mine = events.map((e) => decodeAs(Schema.parseJson(EventEnvelope), e.payload))
           .filter((e) => e.data.responseId === response.id)
         expect(mine).toHaveLength(1)
         expect(mine[0]!.data.externalUserId).toBe("browser-user-1")
@@ -256,7 +255,7 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
         yield* Effect.promise(() => page.goto(embedUrl))
         yield* Effect.promise(() => answerWithKeyboardOnly(page))
         const done = yield* get("/api/v1/surveys/srv_all/responses?status=completed&limit=100", TOKENS.editor)
-        const mine = (done.body as { data: Array<{ externalUserId: string | null; answers: Array<{ fieldId: string; value: string }> }> })
+        const mine = bodyOf(ResponsesBody, done)
           .data.filter((r) => r.externalUserId === "browser-user-keys")
         expect(mine).toHaveLength(1)
         expect(mine[0]!.answers.map((a) => [a.fieldId, a.value])).toEqual([
@@ -294,7 +293,7 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
         expect(yield* Effect.promise(() => error.textContent())).toBe("Please answer this question.")
         yield* Effect.promise(() => page.screenshot({ path: "test-artifacts/survey-phone-invalid.png", fullPage: true }))
         const started = yield* get("/api/v1/surveys/srv_all/responses?status=all&limit=100", TOKENS.editor)
-        expect((started.body as { data: Array<{ externalUserId: string | null }> }).data
+        expect(bodyOf(ResponsesBody, started).data
           .filter((r) => r.externalUserId === "browser-user-phone")).toEqual([])
 
         yield* Effect.promise(async () => {
@@ -309,7 +308,7 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
           await page.screenshot({ path: "test-artifacts/survey-phone-thanks.png", fullPage: true })
         })
         const done = yield* get("/api/v1/surveys/srv_all/responses?status=completed&limit=100", TOKENS.editor)
-        const mine = (done.body as { data: Array<{ externalUserId: string | null; answers: Array<{ fieldId: string; value: string }> }> })
+        const mine = bodyOf(ResponsesBody, done)
           .data.filter((r) => r.externalUserId === "browser-user-phone")
         expect(mine).toHaveLength(1)
         expect(mine[0]!.answers.map((a) => [a.fieldId, a.value])).toEqual([

@@ -1,15 +1,28 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema, TestClock } from "effect"
+import { SurveyResponse } from "../src/Domain/Response.js"
 import { EventEnvelope } from "../src/Events/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
-import { call, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
 
 const PUBLIC_BASE_URL = "https://surveys.example.test"
 
 const json = (value: unknown) => JSON.stringify(value)
+
+const EmbedSessionBody = Schema.Struct({ embedUrl: Schema.String, expiresAt: Schema.String })
+const SurveyPageBody = Schema.Struct({
+  survey: Schema.Struct({ id: Schema.String }),
+  questions: Schema.Array(Schema.Struct({ id: Schema.String, type: Schema.String })),
+  respondentToken: Schema.String
+})
+const SavedBody = Schema.Struct({ responseId: Schema.String })
+/** A response as the API encodes it. */
+const ResponseBody = Schema.encodedSchema(SurveyResponse)
+const Issues = Schema.Struct({ issues: Schema.Array(Schema.Struct({ path: Schema.String })) })
+const InvalidRequest = Schema.Struct({ code: Schema.String, message: Schema.String, ...Issues.fields })
 
 const createEmbed = (surveyId: string, externalUserId: string) =>
   Effect.gen(function*() {
@@ -18,7 +31,7 @@ const createEmbed = (surveyId: string, externalUserId: string) =>
       body: json({ externalUserId })
     })
     expect(res.status).toBe(201)
-    const body = res.body as { embedUrl: string; expiresAt: string }
+    const body = bodyOf(EmbedSessionBody, res)
     return { ...body, path: body.embedUrl.slice(PUBLIC_BASE_URL.length) }
   })
 
@@ -26,11 +39,7 @@ const openAsJson = (path: string) =>
   Effect.gen(function*() {
     const res = yield* call("GET", path, { headers: { accept: "application/json" } })
     expect(res.status).toBe(200)
-    return res.body as {
-      survey: { id: string }
-      questions: Array<{ id: string; type: string }>
-      respondentToken: string
-    }
+    return bodyOf(SurveyPageBody, res)
   })
 
 const respond = (token: string, body: unknown, responseId?: string) =>
@@ -90,7 +99,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       for (const [surveyId, body, token, status, code] of cases) {
         const res = yield* post(surveyId, body, token)
         expect([surveyId, body?.slice(0, 30), res.status]).toEqual([surveyId, body?.slice(0, 30), status])
-        expect((res.body as { code: string }).code).toBe(code)
+        expect(bodyOf(ErrorCode, res).code).toBe(code)
       }
       const [after] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie)
       expect(after!.n).toBe(before!.n)
@@ -108,7 +117,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       expect(page.respondentToken).toMatch(/^[A-Za-z0-9_-]{43}$/)
       const again = yield* call("GET", session.path, { headers: { accept: "application/json" } })
       expect(again.status).toBe(410)
-      expect((again.body as { code: string }).code).toBe("gone")
+      expect(bodyOf(ErrorCode, again).code).toBe("gone")
       const againHtml = yield* call("GET", session.path, { headers: { accept: "text/html" } })
       expect(againHtml.status).toBe(410)
       expect(againHtml.headers["content-type"]).toMatch(/text\/html/)
@@ -161,7 +170,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
         expect(html.headers["content-type"]).toMatch(/text\/html/)
         const asJson = yield* call("GET", `/s/${id}`, { headers: { accept: "application/json" } })
         expect([id, asJson.status]).toEqual([id, status])
-        expect(typeof (asJson.body as { message: string }).message).toBe("string")
+        expect(typeof bodyOf(Schema.Struct({ message: Schema.Unknown }), asJson).message).toBe("string")
       }
     }))
 
@@ -173,7 +182,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
 
       const first = yield* respond(respondentToken, { answers: allTypesAnswers.slice(0, 3), finished: false })
       expect(first.status).toBe(201)
-      const responseId = (first.body as { responseId: string }).responseId
+      const responseId = bodyOf(SavedBody, first).responseId
       expect(responseId).toMatch(/^rsp_[A-Za-z0-9]{20}$/)
       const partial = yield* get(`/api/v1/surveys/srv_all/responses/${responseId}`, TOKENS.editor)
       expect(partial.body).toMatchObject({ externalUserId: "user-full", completed: false, completedAt: null })
@@ -188,12 +197,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       expect(done.body).toEqual({ responseId, completed: true })
 
       const read = yield* get(`/api/v1/surveys/srv_all/responses/${responseId}`, TOKENS.editor)
-      const response = read.body as {
-        externalUserId: string
-        completed: boolean
-        completedAt: string
-        answers: Array<{ fieldId: string; type: string; value: string; values: Array<string> }>
-      }
+      const response = bodyOf(ResponseBody, read)
       expect(response.completed).toBe(true)
       expect(response.completedAt).not.toBeNull()
       expect(response.answers.map((a) => [a.fieldId, a.value, a.values])).toEqual([
@@ -215,7 +219,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       expect(after.changes).toBe(before.changes + 2)
       expect(after.events).toBe(before.events + 1)
       const survey = yield* get("/api/v1/surveys/srv_all", TOKENS.editor)
-      expect((survey.body as { responseCount: number }).responseCount).toBe(after.responseCount)
+      expect(bodyOf(Schema.Struct({ responseCount: Schema.Number }), survey).responseCount).toBe(after.responseCount)
 
       const sql = yield* SqlClient.SqlClient
       const [event] = yield* sql<{ id: string; type: string; workspaceId: string; payload: string }>`
@@ -236,7 +240,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
 
       const second = yield* respond(respondentToken, { answers: [], finished: false })
       expect(second.status).toBe(400)
-      expect((second.body as { code: string }).code).toBe("invalid_request")
+      expect(bodyOf(ErrorCode, second).code).toBe("invalid_request")
     }))
 
   it.effect("an embed token starts exactly one response, even when two saves race", () =>
@@ -286,7 +290,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       const before = yield* counts("srv_all")
       for (const [body, path] of bad) {
         const res = yield* respond(respondentToken, body)
-        const error = res.body as { code: string; message: string; issues: Array<{ path: string }> }
+        const error = bodyOf(InvalidRequest, res)
         expect([json(body).slice(0, 60), res.status, error.code]).toEqual([json(body).slice(0, 60), 400, "invalid_request"])
         expect(error.issues.map((i) => i.path)).toContain(path)
       }
@@ -304,11 +308,11 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       const huge = json({ answers: [{ questionId: "q_all_comment", values: ["x".repeat(300_000)] }] })
       const tooBig = yield* respond(respondentToken, huge)
       expect(tooBig.status).toBe(400)
-      expect((tooBig.body as { message: string }).message).toMatch(/exceeds/)
+      expect(bodyOf(Schema.Struct({ message: Schema.String }), tooBig).message).toMatch(/exceeds/)
       for (const token of ["", "nope", "A".repeat(43), TOKENS.editor]) {
         const res = yield* call("POST", "/respond/v1/responses", { token, body: json({ answers: [] }) })
         expect(res.status).toBe(401)
-        expect((res.body as { code: string }).code).toBe("unauthorized")
+        expect(bodyOf(ErrorCode, res).code).toBe("unauthorized")
       }
       expect(yield* counts("srv_all")).toEqual(before)
     }))
@@ -320,28 +324,28 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       const one = yield* respond(a, { answers: [{ questionId: "q_short_text", values: ["one"] }] })
       const two = yield* respond(a, { answers: [{ questionId: "q_short_text", values: ["two"] }], finished: true })
       expect([one.status, two.status]).toEqual([201, 201])
-      const id = (one.body as { responseId: string }).responseId
+      const id = bodyOf(SavedBody, one).responseId
       const foreign = yield* respond(b, { answers: [], finished: true }, id)
       expect(foreign.status).toBe(404)
-      const read = yield* get(`/api/v1/surveys/srv_short/responses/${(two.body as { responseId: string }).responseId}`, TOKENS.editor)
+      const read = yield* get(`/api/v1/surveys/srv_short/responses/${bodyOf(SavedBody, two).responseId}`, TOKENS.editor)
       expect(read.body).toMatchObject({ externalUserId: null, completed: true })
       const cleared = yield* respond(a, { answers: [{ questionId: "q_short_text", values: [] }] }, id)
       expect(cleared.status).toBe(200)
       const empty = yield* get(`/api/v1/surveys/srv_short/responses/${id}`, TOKENS.editor)
-      expect((empty.body as { answers: Array<unknown> }).answers).toEqual([])
+      expect(bodyOf(ResponseBody, empty).answers).toEqual([])
     }))
 
   it.effect("a survey closed while someone answers refuses further saves and changes nothing", () =>
     Effect.gen(function*() {
       const { respondentToken } = yield* openAsJson("/s/srv_short")
       const started = yield* respond(respondentToken, { answers: [{ questionId: "q_short_text", values: ["hi"] }] })
-      const id = (started.body as { responseId: string }).responseId
+      const id = bodyOf(SavedBody, started).responseId
       const lifecycle = yield* SurveyLifecycle
       yield* lifecycle.apply("srv_short", "close").pipe(Effect.orDie)
       const before = yield* counts("srv_short")
       const finish = yield* respond(respondentToken, { answers: [], finished: true }, id)
       expect(finish.status).toBe(400)
-      expect((finish.body as { issues: Array<{ path: string }> }).issues[0]!.path).toBe("surveyId")
+      expect(bodyOf(Issues, finish).issues[0]!.path).toBe("surveyId")
       const fresh = yield* respond(respondentToken, { answers: [{ questionId: "q_short_text", values: ["again"] }] })
       expect(fresh.status).toBe(400)
       expect(yield* counts("srv_short")).toEqual(before)

@@ -1,22 +1,15 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
+import { ResponsePage } from "../src/Responses/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { bodyOf, decodeAs, get, TestServer } from "./support/TestServer.js"
 
-interface ResponseBody {
-  readonly id: string
-  readonly completed: boolean
-  readonly answers: ReadonlyArray<{ fieldId: string | null; type: string | null; value: string; values: Array<string> }>
-  readonly [key: string]: unknown
-}
-interface PageBody {
-  readonly data: ReadonlyArray<ResponseBody>
-  readonly nextCursor: string | null
-}
+/** A page of responses as the API encodes it. */
+const PageBody = Schema.encodedSchema(ResponsePage)
 
-const ids = (page: unknown) => (page as PageBody).data.map((r) => r.id)
+const ids = (page: unknown) => decodeAs(PageBody, page).data.map((r) => r.id)
 
 layer(TestServer(baseFixture))("responses", (it) => {
   it.effect("one response with every field, answers in question order, deleted questions last with null ids", () =>
@@ -96,7 +89,7 @@ layer(TestServer(baseFixture))("responses", (it) => {
   it.effect("a cursor is bound to its survey and filter", () =>
     Effect.gen(function*() {
       const path = "/api/v1/surveys/srv_main/responses"
-      const page = (yield* get(`${path}?limit=1&status=completed`, TOKENS.editor)).body as PageBody
+      const page = bodyOf(PageBody, yield* get(`${path}?limit=1&status=completed`, TOKENS.editor))
       expect(page.nextCursor).not.toBeNull()
       const cursor = page.nextCursor ?? ""
       expect(ids((yield* get(`${path}?limit=1&status=completed&cursor=${cursor}`, TOKENS.editor)).body)).toEqual([
@@ -138,7 +131,7 @@ layer(TestServer(walkFixture))("cursor walk", (it) => {
       let inserted = 0
       for (let pageNo = 0; pageNo < 100; pageNo++) {
         const query: string = cursor === null ? "limit=7" : `limit=7&cursor=${cursor}`
-        const page = (yield* get(`/api/v1/surveys/${walkSurvey}/responses?${query}`, TOKENS.editor)).body as PageBody
+        const page = bodyOf(PageBody, yield* get(`/api/v1/surveys/${walkSurvey}/responses?${query}`, TOKENS.editor))
         seen.push(...page.data.map((r) => r.id))
         if (pageNo % 5 === 0 && inserted < 30) {
           // A response started now sorts after everything that exists.
@@ -164,7 +157,7 @@ layer(TestServer(walkFixture))("cursor walk", (it) => {
       let cursor: string | null = null
       for (let pageNo = 0; pageNo < 100; pageNo++) {
         const query: string = `status=completed&limit=100${cursor === null ? "" : `&cursor=${cursor}`}`
-        const page = (yield* get(`/api/v1/surveys/${walkSurvey}/responses?${query}`, TOKENS.editor)).body as PageBody
+        const page = bodyOf(PageBody, yield* get(`/api/v1/surveys/${walkSurvey}/responses?${query}`, TOKENS.editor))
         expect(page.data.every((r) => r.completed)).toBe(true)
         seen.push(...page.data.map((r) => r.id))
         cursor = page.nextCursor

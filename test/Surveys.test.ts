@@ -1,16 +1,14 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { bodyOf, get, TestServer } from "./support/TestServer.js"
 
-interface SurveyBody {
-  readonly id: string
-  readonly [key: string]: unknown
-}
-interface PageBody {
-  readonly data: ReadonlyArray<SurveyBody>
-  readonly nextCursor: string | null
-}
+/** A page of a list, surveys or responses, as far as the tests read it. */
+const PageBody = Schema.Struct({
+  data: Schema.Array(Schema.Struct({ id: Schema.String })),
+  nextCursor: Schema.NullOr(Schema.String)
+})
+const Issues = Schema.Struct({ issues: Schema.Array(Schema.Struct({ path: Schema.String })) })
 
 layer(TestServer(baseFixture))("surveys", (it) => {
   it.effect("lists the workspace's surveys, newest activity first, without trashed ones", () =>
@@ -18,7 +16,7 @@ layer(TestServer(baseFixture))("surveys", (it) => {
       const res = yield* get("/api/v1/surveys", TOKENS.editor)
       expect(res.status).toBe(200)
       expect(res.headers["content-type"]).toContain("application/json")
-      const body = res.body as PageBody
+      const body = bodyOf(PageBody, res)
       expect(body.data.map((s) => s.id)).toEqual(["srv_draft", "srv_main", "srv_closed"])
       expect(body.nextCursor).toBeNull()
     }))
@@ -44,10 +42,10 @@ layer(TestServer(baseFixture))("surveys", (it) => {
 
   it.effect("pages with limit and cursor, each survey once", () =>
     Effect.gen(function*() {
-      const first = (yield* get("/api/v1/surveys?limit=2", TOKENS.editor)).body as PageBody
+      const first = bodyOf(PageBody, yield* get("/api/v1/surveys?limit=2", TOKENS.editor))
       expect(first.data.map((s) => s.id)).toEqual(["srv_draft", "srv_main"])
       expect(first.nextCursor).toEqual(expect.any(String))
-      const second = (yield* get(`/api/v1/surveys?limit=2&cursor=${first.nextCursor}`, TOKENS.editor)).body as PageBody
+      const second = bodyOf(PageBody, yield* get(`/api/v1/surveys?limit=2&cursor=${first.nextCursor}`, TOKENS.editor))
       expect(second.data.map((s) => s.id)).toEqual(["srv_closed"])
       expect(second.nextCursor).toBeNull()
     }))
@@ -58,17 +56,17 @@ layer(TestServer(baseFixture))("surveys", (it) => {
         const res = yield* get(`/api/v1/surveys?${query}`, TOKENS.editor)
         expect(res.status, query).toBe(400)
         expect(res.body).toMatchObject({ code: "invalid_request", message: expect.any(String) })
-        expect((res.body as { issues: ReadonlyArray<{ path: string }> }).issues[0]?.path).toMatch(/limit|cursor/)
+        expect(bodyOf(Issues, res).issues[0]?.path).toMatch(/limit|cursor/)
         expect(res.text).not.toContain("_tag")
       }
     }))
 
   it.effect("a cursor issued for another list is refused", () =>
     Effect.gen(function*() {
-      const responses = (yield* get("/api/v1/surveys/srv_main/responses?limit=1", TOKENS.editor)).body as PageBody
+      const responses = bodyOf(PageBody, yield* get("/api/v1/surveys/srv_main/responses?limit=1", TOKENS.editor))
       const res = yield* get(`/api/v1/surveys?cursor=${responses.nextCursor}`, TOKENS.editor)
       expect(res.status).toBe(400)
-      const otherWorkspace = (yield* get("/api/v1/surveys?limit=1", TOKENS.editor)).body as PageBody
+      const otherWorkspace = bodyOf(PageBody, yield* get("/api/v1/surveys?limit=1", TOKENS.editor))
       expect((yield* get(`/api/v1/surveys?cursor=${otherWorkspace.nextCursor}`, TOKENS.other)).status).toBe(400)
     }))
 

@@ -1,15 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
+import { EventEnvelope } from "../src/Events/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
+import { DeliveryLog } from "../src/Webhooks/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
-import { get } from "./support/TestServer.js"
+import { bodyOf, decodeAs, get } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
-
-interface Log {
-  readonly data: ReadonlyArray<{ readonly eventId: string; readonly eventType: string; readonly surveyId: string | null; readonly ok: boolean }>
-}
 
 /** Lets real I/O (the receiver, the attempt) make progress while the test clock stands still. */
 const settle = Effect.promise(() => Bun.sleep(30))
@@ -28,24 +26,24 @@ describe("webhook delivery", () => {
       const [toSurvey] = yield* eventually(surveyTarget.received, (all) => all.length >= 1)
       const toWorkspace = yield* eventually(workspaceTarget.received, (all) => all.length >= 2)
       if (toSurvey === undefined) return
-      const published = new Webhook(surveySecret).verify(toSurvey.body, toSurvey.headers) as Record<string, unknown>
+      const published = decodeAs(EventEnvelope, new Webhook(surveySecret).verify(toSurvey.body, toSurvey.headers))
       expect(published["type"]).toBe("survey.published")
       expect(published["formId"]).toBe("srv_draft")
       expect(toSurvey.headers["x-service-event-id"]).toBe(published["id"])
       expect(() => new Webhook(workspaceSecret).verify(toSurvey.body, toSurvey.headers)).toThrow()
 
-      const verified = toWorkspace.map((d) => new Webhook(workspaceSecret).verify(d.body, d.headers) as Record<string, unknown>)
+      const verified = toWorkspace.map((d) => decodeAs(EventEnvelope, new Webhook(workspaceSecret).verify(d.body, d.headers)))
       expect(verified.map((e) => e["id"]).sort()).toEqual([published["id"], completed.id].sort())
       const completion = verified.find((e) => e["id"] === completed.id)
       expect(completion?.["data"]).toEqual({ responseId: "rsp_1", externalUserId: null })
 
       const surveyLog = yield* eventually(
-        Effect.map(get("/api/v1/surveys/srv_draft/webhook/deliveries", TOKENS.editor), (r) => r.body as Log),
+        Effect.map(get("/api/v1/surveys/srv_draft/webhook/deliveries", TOKENS.editor), (r) => bodyOf(DeliveryLog, r)),
         (log) => log.data.length === 1
       )
       expect(surveyLog.data[0]).toMatchObject({ eventId: published["id"], eventType: "survey.published", surveyId: "srv_draft", ok: true })
       const workspaceLog = yield* eventually(
-        Effect.map(get("/api/v1/webhooks/deliveries", TOKENS.editor), (r) => r.body as Log),
+        Effect.map(get("/api/v1/webhooks/deliveries", TOKENS.editor), (r) => bodyOf(DeliveryLog, r)),
         (log) => log.data.length === 2
       )
       expect(workspaceLog.data.map((a) => a.eventId).sort()).toEqual([published["id"], completed.id].sort())

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
+import { EventEnvelope } from "../src/Events/Event.js"
+import { WebhookRegistered } from "../src/Webhooks/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 
@@ -68,7 +70,7 @@ describe("the running service", () => {
           method: "PUT",
           headers: { authorization: `Bearer ${TOKENS.editor}`, "content-type": "application/json" },
           body: JSON.stringify({ targetUrl: target.url })
-        }).then((r) => r.json() as Promise<{ signingSecret: string }>)
+        }).then((r) => r.json()).then(Schema.decodeUnknownSync(WebhookRegistered))
       )
       // Another process writes the event into the same database.
       yield* cli(["surveys", "publish", "srv_draft", "--db", databasePath])
@@ -81,7 +83,9 @@ describe("the running service", () => {
       const retried = all[1]
       expect(retried?.headers["webhook-id"]).toBe(refused?.headers["webhook-id"])
       if (retried === undefined) return
-      const event = new Webhook(registered.signingSecret).verify(retried.body, retried.headers) as Record<string, unknown>
+      const event = Schema.decodeUnknownSync(EventEnvelope)(
+        new Webhook(registered.signingSecret).verify(retried.body, retried.headers)
+      )
       expect(event["type"]).toBe("survey.published")
       expect(event["formId"]).toBe("srv_draft")
     }).pipe(Effect.scoped), 60_000)

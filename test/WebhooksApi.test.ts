@@ -1,31 +1,17 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
+import { EventEnvelope } from "../src/Events/Event.js"
+import { DeliveryLog, WebhookRegistered } from "../src/Webhooks/Api.js"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { call, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 const put = (path: string, token: string, body: unknown) =>
   call("PUT", path, { token, body: typeof body === "string" ? body : JSON.stringify(body) })
 
-interface Settings {
-  readonly enabled: boolean
-  readonly targetUrl: string | null
-  readonly signingSecret?: string
-}
-interface Log {
-  readonly data: ReadonlyArray<{
-    readonly id: string
-    readonly eventId: string
-    readonly eventType: string
-    readonly surveyId: string | null
-    readonly ok: boolean
-    readonly responseStatus: number | null
-    readonly error: string | null
-    readonly attemptedAt: string
-  }>
-}
+const ErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String })
 
 // A public-looking name that the test resolver maps to a public address; nothing is sent to it here.
 const publicResolver = Layer.succeed(Resolver, {
@@ -55,14 +41,14 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
           targetUrl: "https://hooks.example.com/survey"
         })
         expect(first.status).toBe(200)
-        const body = first.body as Settings
+        const body = bodyOf(WebhookRegistered, first)
         expect(body.enabled).toBe(true)
         expect(body.targetUrl).toBe("https://hooks.example.com/survey")
         expect(body.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
         const again = yield* put("/api/v1/surveys/srv_main/webhook", TOKENS.editor, {
           targetUrl: "https://hooks.example.com/survey2"
         })
-        const rotated = again.body as Settings
+        const rotated = bodyOf(WebhookRegistered, again)
         expect(rotated.signingSecret).not.toBe(body.signingSecret)
         const read = yield* get("/api/v1/surveys/srv_main/webhook", TOKENS.viewer)
         expect(read.body).toEqual({ enabled: true, targetUrl: "https://hooks.example.com/survey2" })
@@ -75,7 +61,7 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
       Effect.gen(function*() {
         const registered = yield* put("/api/v1/webhooks", TOKENS.other, { targetUrl: "https://hooks.example.com/ws" })
         expect(registered.status).toBe(200)
-        const secret = (registered.body as Settings).signingSecret
+        const secret = bodyOf(WebhookRegistered, registered).signingSecret
         expect(secret).toMatch(/^whsec_/)
         const read = yield* get("/api/v1/webhooks", TOKENS.other)
         expect(read.body).toEqual({ enabled: true, targetUrl: "https://hooks.example.com/ws" })
@@ -108,14 +94,14 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         for (const targetUrl of bad) {
           const res = yield* put("/api/v1/webhooks", TOKENS.editor, { targetUrl })
           expect(res.status, targetUrl).toBe(400)
-          const body = res.body as { code: string; message: string }
+          const body = bodyOf(ErrorBody, res)
           expect(body.code).toBe("invalid_request")
           expect(body.message).not.toContain("secret")
         }
         for (const raw of ["", "{", "[]", "{\"targetUrl\": 5}", "{}", "null"]) {
           const res = yield* put("/api/v1/surveys/srv_draft/webhook", TOKENS.editor, raw)
           expect(res.status, raw).toBe(400)
-          expect((res.body as { code: string }).code).toBe("invalid_request")
+          expect(bodyOf(ErrorCode, res).code).toBe("invalid_request")
         }
         expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual({ enabled: false, targetUrl: null })
         expect((yield* get("/api/v1/surveys/srv_draft/webhook", TOKENS.editor)).body).toEqual({
@@ -129,7 +115,7 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         const target = { targetUrl: "https://hooks.example.com/x" }
         const forbidden = (res: { status: number; body: unknown }) => {
           expect(res.status).toBe(403)
-          expect((res.body as { code: string }).code).toBe("forbidden")
+          expect(bodyOf(ErrorCode, res).code).toBe("forbidden")
         }
         forbidden(yield* put("/api/v1/webhooks", TOKENS.viewer, target))
         forbidden(yield* put("/api/v1/surveys/srv_main/webhook", TOKENS.viewer, target))
@@ -163,7 +149,7 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         for (const limit of ["0", "101", "abc", "1.5"]) {
           const res = yield* get(`/api/v1/webhooks/deliveries?limit=${limit}`, TOKENS.editor)
           expect(res.status, limit).toBe(400)
-          expect((res.body as { code: string }).code).toBe("invalid_request")
+          expect(bodyOf(ErrorCode, res).code).toBe("invalid_request")
           const survey = yield* get(`/api/v1/surveys/srv_main/webhook/deliveries?limit=${limit}`, TOKENS.editor)
           expect(survey.status, limit).toBe(400)
         }
@@ -173,7 +159,7 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
       Effect.gen(function*() {
         const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.other })
         expect(res.status).toBe(400)
-        expect((res.body as { code: string }).code).toBe("invalid_request")
+        expect(bodyOf(ErrorCode, res).code).toBe("invalid_request")
       }))
   }
 )
@@ -184,14 +170,14 @@ layer(TestServer(baseFixture), { excludeTestServices: true })("POST /webhooks/te
     Effect.gen(function*() {
       const target = yield* receiver()
       const registered = yield* put("/api/v1/webhooks", TOKENS.editor, { targetUrl: target.url })
-      const secret = (registered.body as Settings).signingSecret ?? ""
+      const secret = bodyOf(WebhookRegistered, registered).signingSecret ?? ""
       const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
       expect(res.status).toBe(200)
       expect(res.body).toEqual({ delivered: true })
       const [delivery] = yield* target.received
       expect(delivery).toBeDefined()
       if (delivery === undefined) return
-      const verified = new Webhook(secret).verify(delivery.body, delivery.headers) as Record<string, unknown>
+      const verified = decodeAs(EventEnvelope, new Webhook(secret).verify(delivery.body, delivery.headers))
       expect(verified["type"]).toBe("webhook.test")
       expect(verified["formId"]).toBeNull()
       expect(verified["data"]).toEqual({})
@@ -199,7 +185,7 @@ layer(TestServer(baseFixture), { excludeTestServices: true })("POST /webhooks/te
       expect(delivery.headers["webhook-id"]).toBe(verified["id"])
       expect(delivery.headers["content-type"]).toBe("application/json")
       expect(delivery.headers["user-agent"]).toBe("survey-service-webhooks/1")
-      const log = (yield* get("/api/v1/webhooks/deliveries", TOKENS.editor)).body as Log
+      const log = bodyOf(DeliveryLog, yield* get("/api/v1/webhooks/deliveries", TOKENS.editor))
       expect(log.data).toHaveLength(1)
       expect(log.data[0]).toMatchObject({
         eventId: verified["id"],
@@ -219,7 +205,7 @@ layer(TestServer(baseFixture), { excludeTestServices: true })("POST /webhooks/te
       yield* put("/api/v1/webhooks", TOKENS.editor, { targetUrl: target.url })
       const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
       expect(res.body).toEqual({ delivered: false })
-      const log = (yield* get("/api/v1/webhooks/deliveries?limit=1", TOKENS.editor)).body as Log
+      const log = bodyOf(DeliveryLog, yield* get("/api/v1/webhooks/deliveries?limit=1", TOKENS.editor))
       expect(log.data).toHaveLength(1)
       expect(log.data[0]).toMatchObject({ ok: false, responseStatus: 503, error: "HTTP 503" })
       expect((yield* target.received)).toHaveLength(1)

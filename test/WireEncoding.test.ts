@@ -8,7 +8,7 @@ import { ResponsePage } from "../src/Responses/Api.js"
 import { assemble, assembleWire, ResponseRow } from "../src/Responses/ResponseRepo.js"
 import { SurveyPage } from "../src/Surveys/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { bodyOf, get, TestServer } from "./support/TestServer.js"
 
 /** The body must be exactly what the declared schema encodes from its own decoding: same fields, same order. */
 const schemaEncoded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
@@ -47,7 +47,8 @@ layer(TestServer(baseFixture))("pre-encoded read answers match their declared sc
         { fieldId: null, type: null, value: "old@example.com", values: ["old@example.com"] }
       ])
       const one = yield* get("/api/v1/surveys/srv_main/responses/rsp_1", TOKENS.editor)
-      expect(one.body).toEqual(res.body !== undefined ? (res.body as { data: Array<unknown> }).data[0] : undefined)
+      const items = Schema.Struct({ data: Schema.Array(Schema.Unknown) })
+      expect(one.body).toEqual(res.body !== undefined ? bodyOf(items, res).data[0] : undefined)
     }))
 
   it.effect("questions leave out sections and deleted questions", () =>

@@ -1,4 +1,5 @@
 import { expect } from "@effect/vitest"
+import { Schema } from "effect"
 import { isNonEmpty, numberOf, type QuestionDef, type ResponseInput } from "../../src/Analytics/Compute.js"
 
 /** The figures of decisions §5 straight from their definitions, for comparison. */
@@ -65,6 +66,8 @@ export const oracle = (questions: ReadonlyArray<QuestionDef>, responses: Readonl
   }
 }
 
+const decodeFields = Schema.decodeUnknownSync(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
 /** Deep equality where numbers may differ by floating-point rounding of stored sums. */
 export const expectClose = (actual: unknown, expected: unknown, path = "$"): void => {
   if (typeof actual === "number" && typeof expected === "number") {
@@ -79,8 +82,9 @@ export const expectClose = (actual: unknown, expected: unknown, path = "$"): voi
   }
   if (typeof actual === "object" && actual !== null && typeof expected === "object" && expected !== null) {
     expect(Object.keys(actual).sort(), path).toEqual(Object.keys(expected).sort())
+    const fields = decodeFields(expected)
     for (const [key, value] of Object.entries(actual)) {
-      expectClose(value, (expected as Record<string, unknown>)[key], `${path}.${key}`)
+      expectClose(value, fields[key], `${path}.${key}`)
     }
     return
   }

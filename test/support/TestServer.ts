@@ -1,6 +1,6 @@
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -51,6 +51,20 @@ export interface Answered {
   readonly body: unknown
   readonly text: string
 }
+
+/**
+ * Decodes a value that came from outside the test (a parsed body, a JSON payload, a verified
+ * webhook) with `schema`, throwing a readable ParseError when it does not match. Fields the
+ * schema does not name are kept, so that assertions on the whole value still see all of it.
+ */
+export const decodeAs = <A, I>(schema: Schema.Schema<A, I>, value: unknown): A =>
+  Schema.decodeUnknownSync(schema, { onExcessProperty: "preserve" })(value)
+
+/** The parsed JSON body of an answer, decoded with `schema`. */
+export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, res: { readonly body: unknown }): A => decodeAs(schema, res.body)
+
+/** `{ code }` of an error answer. */
+export const ErrorCode = Schema.Struct({ code: Schema.String })
 
 const read = (response: HttpClientResponse.HttpClientResponse) =>
   Effect.map(response.text, (text): Answered => {

@@ -2,11 +2,12 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import type { AppSettings } from "../../src/Config.js"
 import { Outbox } from "../../src/Events/Outbox.js"
+import { WebhookRegistered } from "../../src/Webhooks/Api.js"
 import { DeliverySettings } from "../../src/Webhooks/DeliveryWorker.js"
 import type { Signer } from "../../src/Webhooks/Signer.js"
 import { WebhookWorkers } from "../../src/Webhooks/Workers.js"
 import { baseFixture, TOKENS } from "./Fixtures.js"
-import { call, TestServer } from "./TestServer.js"
+import { bodyOf, call, TestServer } from "./TestServer.js"
 
 type Settings = typeof DeliverySettings.Service
 
@@ -27,7 +28,7 @@ export const register = (targetUrl: string, surveyId?: string, token: string = T
     const path = surveyId === undefined ? "/api/v1/webhooks" : `/api/v1/surveys/${surveyId}/webhook`
     const res = yield* call("PUT", path, { token, body: JSON.stringify({ targetUrl }) })
     if (res.status !== 200) return yield* Effect.dieMessage(`PUT ${path} answered ${res.status}: ${res.text}`)
-    const body = res.body as { readonly signingSecret: string }
+    const body = bodyOf(WebhookRegistered, res)
     return body.signingSecret
   })
 
