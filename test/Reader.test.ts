@@ -2,7 +2,7 @@ import { expect, layer, type Vitest } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Deferred, Effect, Either, Fiber, Layer } from "effect"
 import * as TestServices from "effect/TestServices"
-import { Reader } from "../src/Sql/Reader.js"
+import { placeholders, Reader } from "../src/Sql/Reader.js"
 import { TestDatabase } from "./support/TestServer.js"
 
 const probeIds = Effect.gen(function*() {
@@ -47,6 +47,20 @@ const common = (it: Vitest.MethodsNonLive<Reader | SqlClient.SqlClient>) => {
       expect(yield* probeIds).toEqual(["a"])
       yield* sql`DELETE FROM probe WHERE id = 'a'`.pipe(Effect.orDie)
       expect(yield* probeIds).toEqual([])
+    }))
+
+  it.effect("an IN list over no values matches nothing, over some values those", () =>
+    Effect.gen(function*() {
+      const sql = yield* freshProbe
+      yield* sql`INSERT INTO probe (id) VALUES ('a'), ('b'), ('c')`.pipe(Effect.orDie)
+      const reader = yield* Reader
+      const ids = (values: ReadonlyArray<string>) =>
+        Effect.map(
+          reader.values(`SELECT id FROM probe WHERE id IN ${placeholders(values.length)} ORDER BY id`, values),
+          (rows) => rows.map((row) => row[0])
+        ).pipe(Effect.orDie)
+      expect(yield* ids([])).toEqual([])
+      expect(yield* ids(["c", "a", "z"])).toEqual(["a", "c"])
     }))
 
   it.effect("inside a transaction, reads the transaction's own uncommitted writes", () =>

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
-import { StoredQuestionType } from "../Domain/Question.js"
+import { parseStoredOptions, StoredOptions, StoredQuestionType } from "../Domain/Question.js"
 import { Reader } from "../Sql/Reader.js"
 import { analyticsSnapshotSql, storedCountersSql } from "./SnapshotSql.js"
 import { num, oneOf, text } from "../Sql/Rows.js"
@@ -21,7 +21,7 @@ const QuestionDefRow = Schema.Struct({
   type: StoredQuestionType,
   position: Schema.Number,
   deleted: Schema.Number,
-  options: Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
+  options: StoredOptions
 })
 const decodeQuestions = Schema.decodeUnknown(Schema.Array(QuestionDefRow))
 
@@ -56,10 +56,6 @@ export interface StoredContribution {
   readonly contribution: Contribution
 }
 
-
-const decodeOptions = Schema.decodeUnknownSync(
-  Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
-)
 
 /** Reads the rows of `storedCountersSql` or `analyticsSnapshotSql`. */
 const foldCounters = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
@@ -105,7 +101,7 @@ const foldCounters = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
           type: oneOf(row, 2, "type", StoredQuestionType.literals),
           position: num(row, 3, "position"),
           deleted: num(row, 4, "deleted") !== 0,
-          options: decodeOptions(row[5])
+          options: parseStoredOptions(text(row, 5, "options"))
         })
         break
     }

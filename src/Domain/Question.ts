@@ -20,6 +20,22 @@ export type QuestionType = typeof QuestionType.Type
 export const StoredQuestionType = Schema.Literal(...QuestionType.literals, "section")
 export type StoredQuestionType = typeof StoredQuestionType.Type
 
+/** A question's options as stored: a JSON array of `{ value, label }`. */
+export const StoredOptions = Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
+export type StoredOptions = typeof StoredOptions.Type
+
+const isOptionList = Schema.is(Schema.typeSchema(StoredOptions))
+
+/**
+ * Reads stored options JSON: `JSON.parse` and a `Schema.is` check of `StoredOptions`, which costs
+ * less than a `parseJson` decode on the read paths. Throws when the stored text is not such a list.
+ */
+export const parseStoredOptions = (json: string): StoredOptions => {
+  const parsed: unknown = JSON.parse(json)
+  if (!isOptionList(parsed)) throw new Error("stored options: expected a list of { value, label }")
+  return parsed
+}
+
 export class QuestionOption extends Schema.Class<QuestionOption>("QuestionOption")({
   value: Schema.String.annotations({ description: "What an answer contains when the option is chosen." }),
   label: Schema.String.annotations({ description: "Option as shown; identical to value for text options." })

@@ -1,10 +1,16 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
+import {
+  parseStoredOptions,
+  Question,
+  QuestionOption,
+  QuestionType,
+  StoredOptions,
+  StoredQuestionType
+} from "../Domain/Question.js"
 import { Reader } from "../Sql/Reader.js"
 import { num, oneOf, text } from "../Sql/Rows.js"
 
-const OptionsJson = Schema.parseJson(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
 const SettingsJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 
 /** Only what the API shows of a question: the list endpoint skips the respondent page's settings. */
@@ -15,18 +21,10 @@ const ApiQuestionRow = Schema.Struct({
   required: Schema.Number,
   allowMultiple: Schema.Number,
   position: Schema.Number,
-  options: OptionsJson
+  options: StoredOptions
 })
 type ApiQuestionRow = typeof ApiQuestionRow.Type
 
-const isOptions = Schema.is(Schema.typeSchema(OptionsJson))
-
-/** The stored options JSON: parsed, then checked against the schema (cheaper than a parseJson decode). */
-const storedOptions = (row: ReadonlyArray<unknown>): typeof OptionsJson.Type => {
-  const parsed: unknown = JSON.parse(text(row, 6, "options"))
-  if (!isOptions(parsed)) throw new Error(`column options: expected a list of { value, label }`)
-  return parsed
-}
 
 const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ({
   id: text(row, 0, "id"),
@@ -35,15 +33,22 @@ const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ({
   required: num(row, 3, "required"),
   allowMultiple: num(row, 4, "allow_multiple"),
   position: num(row, 5, "position"),
-  options: storedOptions(row)
+  options: parseStoredOptions(text(row, 6, "options"))
 })
 
 const apiQuestionsOf = `SELECT id, type, label, required, allow_multiple, position, options
   FROM questions WHERE survey_id = ? AND deleted = 0 AND type <> 'section'
   ORDER BY position, id`
 
-/** The wire form of a question the API shows. */
-const questionWire = (row: ApiQuestionRow): typeof Question.Encoded => ({
+/**
+ * The fields of a question as the API and the respondent page show them; for a question the API
+ * shows (not a section), its wire form.
+ */
+export const questionWire = <T extends StoredQuestionType>(
+  row: Pick<ApiQuestionRow, "id" | "label" | "required" | "allowMultiple" | "position" | "options"> & {
+    readonly type: T
+  }
+) => ({
   id: row.id,
   type: row.type,
   label: row.label,
@@ -61,7 +66,7 @@ export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
   required: Schema.Number,
   allowMultiple: Schema.Number,
   position: Schema.Number,
-  options: OptionsJson,
+  options: StoredOptions,
   settings: SettingsJson,
   deleted: Schema.Number
 }) {

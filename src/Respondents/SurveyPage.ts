@@ -1,5 +1,5 @@
 import type { Survey } from "../Domain/Survey.js"
-import type { QuestionRow } from "../Questions/QuestionRepo.js"
+import { type QuestionRow, questionWire } from "../Questions/QuestionRepo.js"
 import { countryList } from "./Countries.js"
 import { pageScript } from "./PageScript.js"
 
@@ -23,16 +23,7 @@ export interface PageQuestion {
   readonly settings: Readonly<Record<string, unknown>>
 }
 
-export const toPageQuestion = (row: QuestionRow): PageQuestion => ({
-  id: row.id,
-  type: row.type,
-  label: row.label,
-  required: row.required !== 0,
-  allowMultiple: row.allowMultiple !== 0,
-  order: row.position,
-  options: row.options.map((o) => ({ value: o.value, label: o.label })),
-  settings: row.settings
-})
+export const toPageQuestion = (row: QuestionRow): PageQuestion => ({ ...questionWire(row), settings: row.settings })
 
 const styles = `
 *{box-sizing:border-box}

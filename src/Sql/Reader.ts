@@ -6,8 +6,9 @@ import { AppConfig } from "../Config.js"
 
 export type ValueRows = ReadonlyArray<ReadonlyArray<unknown>>
 
-/** `?` placeholders for an `IN` list of `count` values (at least one). */
-export const placeholders = (count: number): string => `(${Array.from({ length: Math.max(1, count) }, () => "?").join(", ")})`
+/** The parenthesised list of an `IN` over `count` values: `(?, ?, …)`, or `(NULL)` (matching nothing) for none. */
+export const placeholders = (count: number): string =>
+  count === 0 ? "(NULL)" : `(${Array.from({ length: count }, () => "?").join(", ")})`
 
 /**
  * Single-statement reads on the request path, on a read-only connection of their own.

@@ -23,9 +23,7 @@ export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
             ? Option.none()
             : Option.some(yield* decodeCursor(urlParams.cursor, fingerprint))
           const surveyIds = key.surveyIds === null ? null : [...key.surveyIds]
-          const rows = surveyIds !== null && surveyIds.length === 0
-            ? []
-            : yield* repo.list({ workspaceId: key.workspaceId, surveyIds, after, limit: limit + 1 })
+          const rows = yield* repo.list({ workspaceId: key.workspaceId, surveyIds, after, limit: limit + 1 })
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return preEncoded(SurveyPage, {

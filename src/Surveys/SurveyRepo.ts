@@ -4,7 +4,7 @@ import { Survey, SurveyStatus } from "../Domain/Survey.js"
 import { placeholders, Reader } from "../Sql/Reader.js"
 import { nullableText, num, oneOf, text } from "../Sql/Rows.js"
 
-export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
+const SurveyFields = Schema.Struct({
   id: Schema.String,
   workspaceId: Schema.String,
   title: Schema.String,
@@ -15,23 +15,29 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")({
   responseCount: Schema.Number,
   createdAt: Schema.String,
   updatedAt: Schema.String
-}) {
+})
+type SurveyFields = typeof SurveyFields.Type
+
+/** The wire form of a survey (see Http/PreEncoded). */
+const surveyWire = (s: SurveyFields): typeof Survey.Encoded => ({
+  id: s.id,
+  title: s.title,
+  description: s.description,
+  status: s.status,
+  published: s.status === "published",
+  questionCount: s.questionCount,
+  responseCount: s.responseCount,
+  createdAt: s.createdAt,
+  updatedAt: s.updatedAt
+})
+
+export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")(SurveyFields) {
   toApi(): Survey {
     return new Survey(this.toWire(), { disableValidation: true })
   }
   /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */
   toWire(): typeof Survey.Encoded {
-    return {
-      id: this.id,
-      title: this.title,
-      description: this.description,
-      status: this.status,
-      published: this.status === "published",
-      questionCount: this.questionCount,
-      responseCount: this.responseCount,
-      createdAt: this.createdAt,
-      updatedAt: this.updatedAt
-    }
+    return surveyWire(this)
   }
 }
 
@@ -39,38 +45,28 @@ const columns = "id, workspace_id, title, description, status, trashed, question
 
 const byId = `SELECT ${columns} FROM surveys WHERE id = ?`
 
+/** A row of `columns`, read with typed column reads. */
+const surveyFieldsOf = (row: ReadonlyArray<unknown>): SurveyFields => ({
+  id: text(row, 0, "id"),
+  workspaceId: text(row, 1, "workspace_id"),
+  title: text(row, 2, "title"),
+  description: nullableText(row, 3, "description"),
+  status: oneOf(row, 4, "status", SurveyStatus.literals),
+  trashed: num(row, 5, "trashed"),
+  questionCount: num(row, 6, "question_count"),
+  responseCount: num(row, 7, "response_count"),
+  createdAt: text(row, 8, "created_at"),
+  updatedAt: text(row, 9, "updated_at")
+})
+
 const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow =>
-  new SurveyRow({
-    id: text(row, 0, "id"),
-    workspaceId: text(row, 1, "workspace_id"),
-    title: text(row, 2, "title"),
-    description: nullableText(row, 3, "description"),
-    status: oneOf(row, 4, "status", SurveyStatus.literals),
-    trashed: num(row, 5, "trashed"),
-    questionCount: num(row, 6, "question_count"),
-    responseCount: num(row, 7, "response_count"),
-    createdAt: text(row, 8, "created_at"),
-    updatedAt: text(row, 9, "updated_at")
-  }, { disableValidation: true })
+  new SurveyRow(surveyFieldsOf(row), { disableValidation: true })
 
 /**
  * A list row straight in wire form: a page of surveys skips the row class, whose construction
- * cost more than the query (docs/performance.md). Trashed rows never reach a list.
+ * cost more than the query (docs/performance.md).
  */
-const surveyWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => {
-  const status = oneOf(row, 4, "status", SurveyStatus.literals)
-  return {
-    id: text(row, 0, "id"),
-    title: text(row, 2, "title"),
-    description: nullableText(row, 3, "description"),
-    status,
-    published: status === "published",
-    questionCount: num(row, 6, "question_count"),
-    responseCount: num(row, 7, "response_count"),
-    createdAt: text(row, 8, "created_at"),
-    updatedAt: text(row, 9, "updated_at")
-  }
-}
+const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(surveyFieldsOf(row))
 
 export interface ListSurveys {
   readonly workspaceId: string
@@ -102,7 +98,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
       params.push(r.limit)
       return Effect.map(
         reader.values(`${text} ORDER BY updated_at DESC, id DESC LIMIT ?`, params),
-        (rows) => rows.map(surveyWireOf)
+        (rows) => rows.map(surveyListWireOf)
       )
     }
 
