@@ -15,6 +15,7 @@ import { parseArgs } from "node:util"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
 import { HttpLive } from "../../src/Http/Server.js"
 import { RateLimiter } from "../../src/Quota/RateLimiter.js"
+import { KeyAdmission } from "../../src/Auth/Authorization.js"
 import { TestDatabase } from "../../test/support/TestServer.js"
 
 const { values: args } = parseArgs({
@@ -48,12 +49,15 @@ const fixture: FixtureInput = {
 }
 
 /** The baseline: the same middleware and handlers with a limiter that admits without counting. */
-const NoLimiter = Layer.succeed(
-  RateLimiter,
-  RateLimiter.of({
-    admit: () => Effect.void,
-    usage: () => Effect.dieMessage("the baseline does not report usage")
-  })
+const NoLimiter = Layer.mergeAll(
+  Layer.succeed(
+    RateLimiter,
+    RateLimiter.of({
+      admit: () => Effect.void,
+      usage: () => Effect.dieMessage("the baseline does not report usage")
+    })
+  ),
+  Layer.succeed(KeyAdmission, KeyAdmission.of({ admit: () => Effect.void }))
 )
 
 interface Run {

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Data, Effect, Layer, Schedule } from "effect"
+import { periodically } from "../Background/Supervise.js"
 import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
 
@@ -163,12 +164,9 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
 const pollEvery = Schedule.spaced("100 millis")
 const sweepEvery = Schedule.spaced("30 seconds")
 
-const supervised = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.catchAllCause((cause) => Effect.logError(`${name} failed; retrying on the next tick`, cause)))
-
 /** The background aggregation: a supervised polling loop and a slower layout sweep. */
 export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
   const aggregator = yield* Aggregator
-  yield* Effect.forkScoped(Effect.repeat(supervised("analytics aggregation", aggregator.catchUp()), pollEvery))
-  yield* Effect.forkScoped(Effect.repeat(supervised("analytics layout sweep", aggregator.sweepLayouts()), sweepEvery))
+  yield* periodically("analytics aggregation", aggregator.catchUp(), pollEvery)
+  yield* periodically("analytics layout sweep", aggregator.sweepLayouts(), sweepEvery)
 })).pipe(Layer.provide(Aggregator.Default))

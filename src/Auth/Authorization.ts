@@ -1,16 +1,17 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
-import { Effect, Layer, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import {
   PlanUpgradeRequired,
+  type RateLimited,
   PlanUpgradeRequiredWire,
   RateLimitedWire,
+  type ServiceUnavailable,
   ServiceUnavailableWire,
   Unauthorized,
   UnauthorizedWire
 } from "../Domain/Errors.js"
-import { RateLimiter } from "../Quota/RateLimiter.js"
 import { ApiKeyRepo } from "./ApiKeyRepo.js"
-import { CurrentKey } from "./CurrentKey.js"
+import { type ApiKeyContext, CurrentKey } from "./CurrentKey.js"
 import { hashToken } from "./Token.js"
 
 /**
@@ -27,13 +28,21 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("Auth/
   }
 }) {}
 
+/**
+ * Whether a known key's request may go on: the request quota (`Quota/RateLimiter` provides it).
+ * Declared here so that authentication does not depend on how the quota is kept.
+ */
+export class KeyAdmission extends Context.Tag("Auth/KeyAdmission")<KeyAdmission, {
+  readonly admit: (key: ApiKeyContext) => Effect.Effect<void, RateLimited | ServiceUnavailable>
+}>() {}
+
 const tokenShape = /^[A-Za-z0-9_\-]{8,200}$/
 
 export const AuthorizationLive = Layer.effect(
   Authorization,
   Effect.gen(function*() {
     const keys = yield* ApiKeyRepo
-    const limiter = yield* RateLimiter
+    const admission = yield* KeyAdmission
     return {
       bearer: (token) =>
         Effect.gen(function*() {
@@ -52,7 +61,7 @@ export const AuthorizationLive = Layer.effect(
                 message: "The workspace owner's plan does not include API access."
               })
             case "Valid":
-              yield* limiter.admit(found.key)
+              yield* admission.admit(found.key)
               return found.key
           }
         })

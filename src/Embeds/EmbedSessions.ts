@@ -1,9 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Data, Effect, Option, Schema } from "effect"
-import { hashToken } from "../Auth/Token.js"
+import { hashToken, newOpaqueToken } from "../Auth/Token.js"
 import { makeId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { newOpaqueToken } from "../Respondents/RespondentTokens.js"
 
 /** An embed URL works for one hour and for one load (decisions §8). */
 export const EMBED_LIFETIME_MILLIS = 3_600_000

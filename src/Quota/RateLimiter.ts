@@ -1,5 +1,7 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Deferred, Duration, Effect, Exit, FiberId, Layer } from "effect"
+import { supervise } from "../Background/Supervise.js"
+import { KeyAdmission } from "../Auth/Authorization.js"
 import type { ApiKeyContext, QuotaPlan } from "../Auth/CurrentKey.js"
 import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
 import { AccountUsage, burstWindowMs, type RateLimitHeaders } from "./AccountUsage.js"
@@ -88,15 +90,18 @@ export const makeRateLimiter = Effect.gen(function*() {
 
   // Opened by the first count after a write; the writer sleeps only while something waits.
   const waiting = yield* Effect.makeLatch(false)
-  yield* Effect.gen(function*() {
-    yield* waiting.await
-    yield* Effect.sleep(FLUSH_EVERY)
-    waiting.unsafeClose()
-    yield* flush.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("request counts not written yet; retrying", cause))
-    )
-    if (unwritten.length > 0) waiting.unsafeOpen()
-  }).pipe(Effect.forever, Effect.forkScoped)
+  yield* supervise(
+    "request count writer",
+    Effect.gen(function*() {
+      yield* waiting.await
+      yield* Effect.sleep(FLUSH_EVERY)
+      waiting.unsafeClose()
+      yield* flush.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("request counts not written yet; retrying", cause))
+      )
+      if (unwritten.length > 0) waiting.unsafeOpen()
+    }).pipe(Effect.forever)
+  )
   yield* Effect.addFinalizer(() => Effect.ignoreLogged(flush))
 
   const accountOf = (accountId: string, plan: QuotaPlan): Effect.Effect<AccountUsage, ServiceUnavailable> =>
@@ -172,8 +177,14 @@ export const makeRateLimiter = Effect.gen(function*() {
 
 /** The request quota of decisions §3, per creator account. */
 export class RateLimiter extends Context.Tag("Quota/RateLimiter")<RateLimiter, RateLimiterShape>() {
+  /** The limiter over the `UsageStore` at hand, also admitting requests for the auth middleware. */
+  static readonly layer = Layer.scoped(RateLimiter, makeRateLimiter).pipe(
+    Layer.flatMap((context) =>
+      Layer.succeedContext(Context.add(context, KeyAdmission, KeyAdmission.of({ admit: Context.get(context, RateLimiter).admit })))
+    )
+  )
   /** Counters in the SQLite database. Needs `SqlClient`. */
-  static readonly Live = Layer.scoped(RateLimiter, makeRateLimiter).pipe(Layer.provide(UsageStoreSql))
+  static readonly Live = RateLimiter.layer.pipe(Layer.provide(UsageStoreSql))
   /** The same limiter over counters in memory: for tests that move the clock without a database. */
-  static readonly layerMemory = Layer.scoped(RateLimiter, makeRateLimiter).pipe(Layer.provide(UsageStoreMemory))
+  static readonly layerMemory = RateLimiter.layer.pipe(Layer.provide(UsageStoreMemory))
 }

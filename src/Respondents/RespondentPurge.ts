@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Schedule } from "effect"
+import { periodically } from "../Background/Supervise.js"
 import { toIso } from "../Domain/Time.js"
 
 /** Spent embed sessions are kept this long after they expire, then deleted. */
@@ -31,13 +32,14 @@ export class RespondentPurge extends Effect.Service<RespondentPurge>()("Responde
 export const RespondentPurgeLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const purge = yield* RespondentPurge
-    yield* purge.run().pipe(
-      Effect.tap((removed) =>
-        removed.tokens + removed.embedSessions > 0 ? Effect.logDebug("purged respondent tokens", removed) : Effect.void
+    yield* periodically(
+      "respondent token purge",
+      purge.run().pipe(
+        Effect.tap((removed) =>
+          removed.tokens + removed.embedSessions > 0 ? Effect.logDebug("purged respondent tokens", removed) : Effect.void
+        )
       ),
-      Effect.catchAllCause((cause) => Effect.logWarning("respondent token purge failed", cause)),
-      Effect.repeat(Schedule.spaced("1 hour")),
-      Effect.forkScoped
+      Schedule.spaced("1 hour")
     )
   })
 ).pipe(Layer.provide(RespondentPurge.Default))

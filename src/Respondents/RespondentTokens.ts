@@ -1,14 +1,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
-import { randomBytes } from "node:crypto"
-import { hashToken } from "../Auth/Token.js"
+import { hashToken, newOpaqueToken } from "../Auth/Token.js"
 import { toIso } from "../Domain/Time.js"
 
 /** How long a survey page's token may keep saving answers. */
 export const RESPONDENT_TOKEN_HOURS = 24
-
-/** 32 random bytes, base64url: the form of embed and respondent tokens (decisions §8). */
-export const newOpaqueToken = (): string => randomBytes(32).toString("base64url")
 
 const opaqueTokenShape = /^[A-Za-z0-9_-]{43}$/
 export const isOpaqueToken = (token: string): boolean => opaqueTokenShape.test(token)

@@ -1,63 +1,13 @@
-import { Cause, Chunk, Clock, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
-import { AppConfig } from "../Config.js"
+import { Chunk, Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue } from "effect"
+import { supervise } from "../Background/Supervise.js"
+import type { AppConfig } from "../Config.js"
+import { attemptOnce } from "./Attempt.js"
 import { type ClaimedRow, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
+import { DeliverySettings } from "./DeliverySettings.js"
 import { delayAfter } from "./RetrySchedule.js"
-import { type AttemptOutcome, send } from "./Sender.js"
-import { Signer } from "./Signer.js"
-
-/** Tuning of the delivery worker; the defaults are the production values. */
-export class DeliverySettings extends Context.Reference<DeliverySettings>()("Webhooks/DeliverySettings", {
-  defaultValue: () => ({
-    /** How often the outbox is read when nothing wakes the worker (events written by the CLI). */
-    pollInterval: Duration.millis(100),
-    /** Attempts in flight at once, over all webhooks. */
-    maxConcurrent: 64,
-    /** Attempts in flight at once for one webhook, so one slow endpoint cannot take every slot. */
-    perWebhook: 16,
-    /** Per attempt (decisions §7). */
-    attemptTimeout: Duration.seconds(15),
-    /** How long a claimed delivery stays with this worker; longer than an attempt can take. */
-    lease: Duration.seconds(30),
-    /** Outbox events read per round. */
-    batch: 1000,
-    /** How often attempts past retention are deleted. */
-    purgeInterval: Duration.hours(1)
-  })
-}) {}
-
-/**
- * Signs and sends one event body to one endpoint (decisions §7): Standard Webhooks headers,
- * `x-service-event-id`, and the URL policy applied again at the moment of sending.
- */
-export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
-  readonly targetUrl: string
-  readonly secret: string
-  readonly eventId: string
-  readonly body: string
-}) {
-  const signer = yield* Signer
-  const config = yield* AppConfig
-  const settings = yield* DeliverySettings
-  const now = yield* Clock.currentTimeMillis
-  const signature = yield* signer.sign({
-    secret: input.secret,
-    eventId: input.eventId,
-    timestampSeconds: Math.floor(now / 1000),
-    body: input.body
-  })
-  return yield* send({
-    targetUrl: input.targetUrl,
-    body: input.body,
-    headers: {
-      ...signature,
-      "content-type": "application/json",
-      "user-agent": "survey-service-webhooks/1",
-      "x-service-event-id": input.eventId
-    },
-    allowPrivate: config.webhookAllowPrivateTargets,
-    timeout: settings.attemptTimeout
-  })
-})
+import type { AttemptOutcome } from "./Sender.js"
+import type { Signer } from "./Signer.js"
+import { Slots } from "./Slots.js"
 
 /** One attempt of a claimed delivery and where the retry schedule moves it; none once its webhook is gone. */
 const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedRow) {
@@ -99,18 +49,6 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
   })
 })
 
-/** Logs a defect and carries on after a pause, unless the fiber is being interrupted. */
-export const restartOnDefect = (name: string) => <R>(loop: Effect.Effect<never, never, R>): Effect.Effect<never, never, R> =>
-  loop.pipe(
-    Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.failCause(cause)
-        : Effect.logError(`${name} failed; restarting`, cause)
-    ),
-    Effect.repeat(Schedule.spaced("1 second")),
-    Effect.flatMap(() => Effect.never)
-  )
-
 /**
  * The delivery worker: follows the outbox, fans each event out to its webhooks, and attempts
  * due deliveries with bounded concurrency. Supervised by the layer's scope: a defect restarts
@@ -123,8 +61,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const repo = yield* DeliveryRepo
   const settings = yield* DeliverySettings
   const wake = yield* Queue.sliding<void>(1)
-  const inFlight = yield* Ref.make(0)
-  const perWebhook = new Map<string, number>()
+  const slots = new Slots(settings.maxConcurrent)
   const attempts = yield* FiberSet.make()
   const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig>()
   const pollMillis = Duration.toMillis(settings.pollInterval)
@@ -153,11 +90,8 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       ),
       Effect.onInterrupt(() => repo.release([row.id])),
       Effect.ensuring(Effect.suspend(() => {
-        const left = (perWebhook.get(row.webhookId) ?? 1) - 1
-        if (left <= 0) perWebhook.delete(row.webhookId)
-        else perWebhook.set(row.webhookId, left)
-        finishedSinceRound++
-        return Effect.zipRight(Ref.update(inFlight, (n) => n - 1), Queue.offer(wake, undefined))
+        slots.release(row.webhookId)
+        return Queue.offer(wake, undefined)
       })),
       Effect.provide(context)
     )
@@ -166,29 +100,26 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const fanOutEvery = Math.min(pollMillis, 50)
   let lastFanOut = Number.NEGATIVE_INFINITY
   let fanned = 0
-  let finishedSinceRound = 0
   const worthARound = Math.max(1, Math.floor(settings.perWebhook / 2))
 
   /** One round; answers how long to wait before the next one unless something wakes the worker. */
   const round = Effect.gen(function*() {
-    finishedSinceRound = 0
+    slots.takeFinished()
     const now = yield* Clock.currentTimeMillis
     if (now - lastFanOut >= fanOutEvery || fanned >= settings.batch) {
       fanned = yield* repo.fanOut(now, settings.batch)
       lastFanOut = now
     }
-    const free = settings.maxConcurrent - (yield* Ref.get(inFlight))
-    if (free > 0) {
+    if (slots.free > 0) {
       const rows = yield* repo.claim({
         now,
-        free,
+        free: slots.free,
         perWebhook: settings.perWebhook,
-        inFlight: perWebhook,
+        inFlight: slots.perWebhook,
         leaseMillis: Duration.toMillis(settings.lease)
       })
-      yield* Ref.update(inFlight, (n) => n + rows.length)
       for (const row of rows) {
-        perWebhook.set(row.webhookId, (perWebhook.get(row.webhookId) ?? 0) + 1)
+        slots.take(row.webhookId)
         yield* FiberSet.run(attempts, run(row))
       }
     }
@@ -203,23 +134,20 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
    * more, or half a webhook's share of attempts finished (claiming after every single one costs
    * more than it gains).
    */
-  const awaitWork = (wait: number) =>
+  const awaitWork = (deadline: number): Effect.Effect<void> =>
     Effect.gen(function*() {
-      const deadline = (yield* Clock.currentTimeMillis) + wait
-      while (true) {
-        const left = deadline - (yield* Clock.currentTimeMillis)
-        if (left <= 0) return
-        const woken = yield* Effect.timeout(Queue.take(wake), Duration.millis(left)).pipe(Effect.option)
-        if (woken._tag === "None") return
-        if (finishedSinceRound >= worthARound || (yield* Ref.get(inFlight)) === 0) return
-      }
+      const left = deadline - (yield* Clock.currentTimeMillis)
+      if (left <= 0) return
+      const woken = yield* Effect.timeout(Queue.take(wake), Duration.millis(left)).pipe(Effect.option)
+      if (Option.isNone(woken) || slots.finishedSinceRound >= worthARound || slots.inFlight === 0) return
+      yield* awaitWork(deadline)
     })
 
   const loop = Effect.gen(function*() {
     const wait = yield* round
-    if (wait > 0) yield* awaitWork(wait)
+    if (wait > 0) yield* awaitWork((yield* Clock.currentTimeMillis) + wait)
   }).pipe(Effect.forever)
 
-  yield* Effect.forkScoped(restartOnDefect("webhook delivery writer")(settler))
-  yield* Effect.forkScoped(restartOnDefect("webhook delivery worker")(loop))
+  yield* supervise("webhook delivery writer", settler)
+  yield* supervise("webhook delivery worker", loop)
 }))

@@ -1,5 +1,6 @@
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
-import { DeliverySettings, restartOnDefect } from "./DeliveryWorker.js"
+import { periodically } from "../Background/Supervise.js"
+import { DeliverySettings } from "./DeliverySettings.js"
 import { WebhookRepo } from "./WebhookRepo.js"
 
 /** Delivery attempts are kept for 30 days (api-v1 §8). */
@@ -17,9 +18,5 @@ export const purgeOnce = Effect.gen(function*() {
 /** The periodic purge: at start, then every `purgeInterval` (an hour). */
 export const PurgeLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* DeliverySettings
-  yield* Effect.forkScoped(
-    restartOnDefect("webhook attempt purge")(
-      purgeOnce.pipe(Effect.repeat(Schedule.spaced(settings.purgeInterval)), Effect.zipRight(Effect.never))
-    )
-  )
+  yield* periodically("webhook attempt purge", purgeOnce, Schedule.spaced(settings.purgeInterval))
 }))

@@ -1,0 +1,42 @@
+import { Cause, Effect, Schedule } from "effect"
+
+/** How long a failed background loop waits before it starts again. */
+export const restartAfter = Schedule.spaced("1 second")
+
+const logFailure = (name: string) => (cause: Cause.Cause<unknown>) =>
+  Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed; restarting`, cause)
+
+/**
+ * Runs `loop` in the background of the current scope for as long as the scope lives: a failure
+ * or defect is logged with its cause and the loop starts again after `restart`; closing the
+ * scope interrupts it. Every background loop of the service goes through here.
+ */
+export const supervise = <E, R>(
+  name: string,
+  loop: Effect.Effect<unknown, E, R>,
+  restart: Schedule.Schedule<unknown, unknown> = restartAfter
+) =>
+  loop.pipe(
+    Effect.catchAllCause(logFailure(name)),
+    Effect.repeat(restart),
+    Effect.forever,
+    Effect.forkScoped,
+    Effect.asVoid
+  )
+
+/**
+ * Runs `job` now and then on `schedule`, in the background of the current scope: a failed run
+ * is logged with its cause and the next one comes on time.
+ */
+export const periodically = <A, E, R>(
+  name: string,
+  job: Effect.Effect<A, E, R>,
+  schedule: Schedule.Schedule<unknown, unknown>
+) =>
+  supervise(
+    name,
+    job.pipe(
+      Effect.catchAllCause(logFailure(name)),
+      Effect.repeat(schedule)
+    )
+  )

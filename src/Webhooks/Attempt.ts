@@ -1,0 +1,40 @@
+import { Clock, Effect } from "effect"
+import { AppConfig } from "../Config.js"
+import { DeliverySettings } from "./DeliverySettings.js"
+import { send } from "./Sender.js"
+import { Signer } from "./Signer.js"
+
+/**
+ * Signs and sends one event body to one endpoint (decisions §7): Standard Webhooks headers,
+ * `x-service-event-id`, and the URL policy applied again at the moment of sending. Used by the
+ * delivery worker and by `POST /webhooks/test` alike.
+ */
+export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
+  readonly targetUrl: string
+  readonly secret: string
+  readonly eventId: string
+  readonly body: string
+}) {
+  const signer = yield* Signer
+  const config = yield* AppConfig
+  const settings = yield* DeliverySettings
+  const now = yield* Clock.currentTimeMillis
+  const signature = yield* signer.sign({
+    secret: input.secret,
+    eventId: input.eventId,
+    timestampSeconds: Math.floor(now / 1000),
+    body: input.body
+  })
+  return yield* send({
+    targetUrl: input.targetUrl,
+    body: input.body,
+    headers: {
+      ...signature,
+      "content-type": "application/json",
+      "user-agent": "survey-service-webhooks/1",
+      "x-service-event-id": input.eventId
+    },
+    allowPrivate: config.webhookAllowPrivateTargets,
+    timeout: settings.attemptTimeout
+  })
+})

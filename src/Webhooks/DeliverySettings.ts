@@ -1,0 +1,21 @@
+import { Context, Duration } from "effect"
+
+/** Tuning of the delivery worker; the defaults are the production values. */
+export class DeliverySettings extends Context.Reference<DeliverySettings>()("Webhooks/DeliverySettings", {
+  defaultValue: () => ({
+    /** How often the outbox is read when nothing wakes the worker (events written by the CLI). */
+    pollInterval: Duration.millis(100),
+    /** Attempts in flight at once, over all webhooks. */
+    maxConcurrent: 64,
+    /** Attempts in flight at once for one webhook, so one slow endpoint cannot take every slot. */
+    perWebhook: 16,
+    /** Per attempt (decisions §7). */
+    attemptTimeout: Duration.seconds(15),
+    /** How long a claimed delivery stays with this worker; longer than an attempt can take. */
+    lease: Duration.seconds(30),
+    /** Outbox events read per round. */
+    batch: 1000,
+    /** How often attempts past retention are deleted. */
+    purgeInterval: Duration.hours(1)
+  })
+}) {}
