@@ -2,7 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
 import { EventEnvelope } from "../src/Events/Event.js"
-import { DeliveryLog, WebhookRegistered } from "../src/Webhooks/Api.js"
+import { DeliveryLog, WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
@@ -12,6 +12,14 @@ const put = (path: string, token: string, body: unknown) =>
   call("PUT", path, { token, body: typeof body === "string" ? body : JSON.stringify(body) })
 
 const ErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String })
+const InvalidBody = Schema.Struct({
+  code: Schema.Literal("invalid_request"),
+  message: Schema.String,
+  issues: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
+})
+
+const NONE = { enabled: false, targetUrl: null, events: [], disabledReason: null }
+const V1_SET = ["response.completed", "survey.published", "survey.closed"]
 
 // A public-looking name that the test resolver maps to a public address; nothing is sent to it here.
 const publicResolver = Layer.succeed(Resolver, {
@@ -30,9 +38,9 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
       Effect.gen(function*() {
         const survey = yield* get("/api/v1/surveys/srv_closed/webhook", TOKENS.viewer)
         expect(survey.status).toBe(200)
-        expect(survey.body).toEqual({ enabled: false, targetUrl: null })
+        expect(survey.body).toEqual(NONE)
         const workspace = yield* get("/api/v1/webhooks", TOKENS.other)
-        expect(workspace.body).toEqual({ enabled: false, targetUrl: null })
+        expect(workspace.body).toEqual(NONE)
       }))
 
     it.effect("PUT registers, returns a new secret once, and GET never shows it", () =>
@@ -51,10 +59,15 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         const rotated = bodyOf(WebhookRegistered, again)
         expect(rotated.signingSecret).not.toBe(body.signingSecret)
         const read = yield* get("/api/v1/surveys/srv_main/webhook", TOKENS.viewer)
-        expect(read.body).toEqual({ enabled: true, targetUrl: "https://hooks.example.com/survey2" })
+        expect(read.body).toEqual({
+          enabled: true,
+          targetUrl: "https://hooks.example.com/survey2",
+          events: V1_SET,
+          disabledReason: null
+        })
         expect(read.text).not.toContain("whsec_")
         // The workspace webhook is separate and unaffected.
-        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual({ enabled: false, targetUrl: null })
+        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual(NONE)
       }))
 
     it.effect("workspace PUT, GET and DELETE", () =>
@@ -64,11 +77,16 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         const secret = bodyOf(WebhookRegistered, registered).signingSecret
         expect(secret).toMatch(/^whsec_/)
         const read = yield* get("/api/v1/webhooks", TOKENS.other)
-        expect(read.body).toEqual({ enabled: true, targetUrl: "https://hooks.example.com/ws" })
+        expect(read.body).toEqual({
+          enabled: true,
+          targetUrl: "https://hooks.example.com/ws",
+          events: V1_SET,
+          disabledReason: null
+        })
         const removed = yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.other })
         expect(removed.status).toBe(204)
         expect(removed.text).toBe("")
-        expect((yield* get("/api/v1/webhooks", TOKENS.other)).body).toEqual({ enabled: false, targetUrl: null })
+        expect((yield* get("/api/v1/webhooks", TOKENS.other)).body).toEqual(NONE)
         // Deleting twice is harmless.
         expect((yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.other })).status).toBe(204)
       }))
@@ -103,11 +121,65 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
           expect(res.status, raw).toBe(400)
           expect(bodyOf(ErrorCode, res).code).toBe("invalid_request")
         }
-        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual({ enabled: false, targetUrl: null })
-        expect((yield* get("/api/v1/surveys/srv_draft/webhook", TOKENS.editor)).body).toEqual({
-          enabled: false,
-          targetUrl: null
+        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual(NONE)
+        expect((yield* get("/api/v1/surveys/srv_draft/webhook", TOKENS.editor)).body).toEqual(NONE)
+      }))
+
+    it.effect("PUT takes an event filter, answers it, and GET shows it; the v1 set when omitted", () =>
+      Effect.gen(function*() {
+        const chosen = ["response.updated", "response.created", "survey.closed"]
+        const res = yield* put("/api/v1/surveys/srv_closed/webhook", TOKENS.editor, {
+          targetUrl: "https://hooks.example.com/filtered",
+          events: chosen
         })
+        expect(res.status).toBe(200)
+        expect(bodyOf(WebhookRegistered, res)).toMatchObject({ events: chosen, disabledReason: null, enabled: true })
+        const read = yield* get("/api/v1/surveys/srv_closed/webhook", TOKENS.viewer)
+        // Catalogue order, whatever order the PUT gave.
+        expect(read.body).toEqual({
+          enabled: true,
+          targetUrl: "https://hooks.example.com/filtered",
+          events: ["survey.closed", "response.created", "response.updated"],
+          disabledReason: null
+        })
+        // A later PUT without `events` goes back to the v1 set.
+        const again = yield* put("/api/v1/surveys/srv_closed/webhook", TOKENS.editor, {
+          targetUrl: "https://hooks.example.com/filtered"
+        })
+        expect(bodyOf(WebhookRegistered, again).events).toEqual(V1_SET)
+        expect(bodyOf(WebhookSettings, yield* get("/api/v1/surveys/srv_closed/webhook", TOKENS.viewer)).events)
+          .toEqual(V1_SET)
+      }))
+
+    it.effect("refuses unknown, repeated and empty event lists with 400 naming the issue and changes nothing", () =>
+      Effect.gen(function*() {
+        const target = "https://hooks.example.com/events"
+        yield* put("/api/v1/webhooks", TOKENS.other, { targetUrl: target, events: ["survey.published"] })
+        const cases: ReadonlyArray<readonly [unknown, string]> = [
+          [[], "events"],
+          [["response.completed", "nope"], "events.1"],
+          [["webhook.test"], "events.0"],
+          [["survey.closed", "response.created", "survey.closed"], "events.2"],
+          ["response.completed", "events"],
+          [[5], "events.0"],
+          [null, "events"]
+        ]
+        for (const [events, path] of cases) {
+          for (const scope of ["/api/v1/webhooks", "/api/v1/surveys/srv_other/webhook"]) {
+            const res = yield* put(scope, TOKENS.other, { targetUrl: target, events })
+            expect(res.status, JSON.stringify(events)).toBe(400)
+            const body = bodyOf(InvalidBody, res)
+            expect(body.issues.map((i) => i.path), JSON.stringify(events)).toContain(path)
+          }
+        }
+        expect((yield* get("/api/v1/webhooks", TOKENS.other)).body).toEqual({
+          enabled: true,
+          targetUrl: target,
+          events: ["survey.published"],
+          disabledReason: null
+        })
+        expect((yield* get("/api/v1/surveys/srv_other/webhook", TOKENS.other)).body).toEqual(NONE)
+        expect((yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.other })).status).toBe(204)
       }))
 
     it.effect("applies the role and scope rules", () =>

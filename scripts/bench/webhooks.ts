@@ -11,6 +11,7 @@ import { DatabaseLive, OperatorServices } from "../../src/App.js"
 import { AppConfig } from "../../src/Config.js"
 import { makeId } from "../../src/Domain/Ids.js"
 import { toIso } from "../../src/Domain/Time.js"
+import { defaultEventTypes } from "../../src/Events/Event.js"
 import { Outbox } from "../../src/Events/Outbox.js"
 import { importFixtureInput } from "../../src/Fixtures/Import.js"
 import { DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
@@ -93,7 +94,8 @@ const program = Effect.gen(function*() {
     surveys: [{ id: "srv_bench", workspaceId: "ws_bench", title: "Bench", status: "published",
       createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z" }]
   })
-  yield* webhooks.put({ workspaceId: "ws_bench", surveyId: null, targetUrl: `http://127.0.0.1:${port}/hook`, secret, now: Date.now() })
+  yield* webhooks.put({ workspaceId: "ws_bench", surveyId: null, targetUrl: `http://127.0.0.1:${port}/hook`, secret,
+    events: defaultEventTypes, now: Date.now() })
   const completion = sql.withTransaction(outbox.append({
     type: "response.completed",
     workspaceId: "ws_bench",

@@ -7,6 +7,7 @@ import Webhooks from "./migrations/0004_webhooks.js"
 import Analytics from "./migrations/0005_analytics.js"
 import Quota from "./migrations/0006_quota.js"
 import AccessGeneration from "./migrations/0007_access_generation.js"
+import WebhookOperations from "./migrations/0010_webhook_operations.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -19,7 +20,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0004_webhooks": Webhooks,
   "0005_analytics": Analytics,
   "0006_quota": Quota,
-  "0007_access_generation": AccessGeneration
+  "0007_access_generation": AccessGeneration,
+  "0010_webhook_operations": WebhookOperations
 }
 
 export const runMigrations = Migrator.make({})({

@@ -2,13 +2,25 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { DisabledReason, EventFilter } from "../Domain/Webhook.js"
+import { SubscribableEventType } from "../Events/Event.js"
 import { Limit } from "../Domain/Page.js"
 import { SurveyId } from "../Surveys/Api.js"
 
+const events = Schema.Array(SubscribableEventType).annotations({
+  description: "Event types the webhook receives; `[]` when no webhook is configured. `webhook.test` is always sent."
+})
+
+const disabledReason = Schema.NullOr(DisabledReason).annotations({
+  description: "Why the webhook was switched off (`enabled` is then false and `targetUrl` kept); null unless disabled."
+})
+
 /** Webhook settings (api-v1 §2.6) as every GET answers them: never the secret. */
 export const WebhookSettings = Schema.Struct({
-  enabled: Schema.Boolean.annotations({ description: "Whether a webhook is configured." }),
-  targetUrl: Schema.NullOr(Schema.String).annotations({ description: "Receiving URL; null when none is configured." })
+  enabled: Schema.Boolean.annotations({ description: "Whether a webhook is configured and not disabled." }),
+  targetUrl: Schema.NullOr(Schema.String).annotations({ description: "Receiving URL; null when none is configured." }),
+  events,
+  disabledReason
 }).annotations({ identifier: "WebhookSettings" })
 
 /** The answer of a PUT: the only place the new signing secret ever appears. */
@@ -17,12 +29,18 @@ export const WebhookRegistered = Schema.Struct({
   targetUrl: Schema.String,
   signingSecret: Schema.String.annotations({
     description: "Standard Webhooks secret (`whsec_` + base64). Shown only in this answer; each PUT rotates it."
-  })
+  }),
+  events,
+  disabledReason
 }).annotations({ identifier: "WebhookRegistered" })
 
 export const WebhookTarget = Schema.Struct({
   targetUrl: Schema.String.annotations({
     description: "Public HTTPS URL. Loopback, private, link-local and reserved hosts, and URLs with credentials, are refused."
+  }),
+  events: Schema.optional(EventFilter).annotations({
+    description:
+      "Event types to receive. Omitted: `[\"response.completed\", \"survey.published\", \"survey.closed\"]`. Unknown, repeated or empty: 400."
   })
 }).annotations({ identifier: "WebhookTarget" })
 

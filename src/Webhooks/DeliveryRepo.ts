@@ -52,7 +52,9 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
           JOIN webhooks w ON w.workspace_id = e.workspace_id
             AND (w.survey_id IS NULL OR w.survey_id = e.survey_id)
             AND w.since_seq < e.seq
-          WHERE e.seq > ${row.lastSeq} AND e.seq <= ${row.maxSeq} AND e.type <> 'webhook.test'
+            AND w.disabled_reason IS NULL
+          JOIN webhook_event_types f ON f.webhook_id = w.id AND f.event_type = e.type
+          WHERE e.seq > ${row.lastSeq} AND e.seq <= ${row.maxSeq}
           ORDER BY e.seq
           ON CONFLICT DO NOTHING`
         yield* sql`UPDATE outbox_cursors SET last_seq = ${row.maxSeq} WHERE name = 'webhooks'`

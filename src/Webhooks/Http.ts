@@ -6,8 +6,9 @@ import { AppConfig } from "../Config.js"
 import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import type { EventEnvelope } from "../Events/Event.js"
+import { defaultEventTypes, type EventEnvelope } from "../Events/Event.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import type { WebhookTarget } from "./Api.js"
 import { attemptOnce } from "./Attempt.js"
 import { Signer } from "./Signer.js"
 import { parseTarget, Resolver, resolveTarget } from "./UrlPolicy.js"
@@ -63,19 +64,25 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       return parsed.right.url.href
     })
 
-  const register = (workspaceId: string, surveyId: string | null, input: string) =>
+  const register = (workspaceId: string, surveyId: string | null, input: typeof WebhookTarget.Type) =>
     Effect.gen(function*() {
-      const targetUrl = yield* checkTarget(input)
+      const targetUrl = yield* checkTarget(input.targetUrl)
       const secret = yield* signer.newSecret
-      yield* repo.put({ workspaceId, surveyId, targetUrl, secret, now: yield* Clock.currentTimeMillis })
-      return { enabled: true, targetUrl, signingSecret: secret }
+      const events = input.events ?? defaultEventTypes
+      yield* repo.put({ workspaceId, surveyId, targetUrl, secret, events, now: yield* Clock.currentTimeMillis })
+      return { enabled: true, targetUrl, signingSecret: secret, events, disabledReason: null }
     })
 
   const settings = (workspaceId: string, surveyId: string | null) =>
     Effect.map(repo.find(workspaceId, surveyId), (found) =>
       Option.match(found, {
-        onNone: () => ({ enabled: false, targetUrl: null }),
-        onSome: (webhook) => ({ enabled: true, targetUrl: webhook.targetUrl })
+        onNone: () => ({ enabled: false, targetUrl: null, events: [], disabledReason: null }),
+        onSome: (webhook) => ({
+          enabled: webhook.disabledReason === null,
+          targetUrl: webhook.targetUrl,
+          events: webhook.events,
+          disabledReason: webhook.disabledReason
+        })
       }))
 
   const log = (workspaceId: string, surveyId: string | null, limit: number | undefined) =>
@@ -91,7 +98,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
           Effect.gen(function*() {
             const survey = yield* access.require(path.id)
             yield* requireWriter
-            return yield* register(survey.workspaceId, survey.id, payload.targetUrl)
+            return yield* register(survey.workspaceId, survey.id, payload)
           }))
         .handle("deliveries", ({ path, urlParams }) =>
           Effect.flatMap(access.require(path.id), (survey) => log(survey.workspaceId, survey.id, urlParams.limit)))
@@ -105,7 +112,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
           Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
             yield* requireWriter
-            return yield* register(key.workspaceId, null, payload.targetUrl)
+            return yield* register(key.workspaceId, null, payload)
           }))
         .handle("delete", () =>
           Effect.gen(function*() {

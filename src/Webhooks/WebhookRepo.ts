@@ -2,6 +2,8 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
+import { DisabledReason } from "../Domain/Webhook.js"
+import { SubscribableEventType } from "../Events/Event.js"
 
 /** A configured endpoint: survey-scoped, or workspace-wide when `surveyId` is null. */
 export const WebhookRow = Schema.Struct({
@@ -9,9 +11,18 @@ export const WebhookRow = Schema.Struct({
   workspaceId: Schema.String,
   surveyId: Schema.NullOr(Schema.String),
   targetUrl: Schema.String,
-  secret: Schema.String
+  secret: Schema.String,
+  disabledReason: Schema.NullOr(DisabledReason)
 })
 export type WebhookRow = typeof WebhookRow.Type
+
+/** A configured endpoint with the event types it receives, in catalogue order. */
+export interface Webhook extends WebhookRow {
+  readonly events: ReadonlyArray<SubscribableEventType>
+}
+
+const catalogue = SubscribableEventType.literals
+const EventTypeRow = Schema.Struct({ eventType: SubscribableEventType })
 
 export const AttemptRow = Schema.Struct({
   id: Schema.String,
@@ -49,28 +60,56 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       Request: Scope,
       Result: WebhookRow,
       execute: ({ surveyId, workspaceId }) =>
-        sql`SELECT id, workspace_id, survey_id, target_url, secret FROM webhooks
+        sql`SELECT id, workspace_id, survey_id, target_url, secret, disabled_reason FROM webhooks
             WHERE workspace_id = ${workspaceId} AND IFNULL(survey_id, '') = ${surveyId ?? ""}`
     })
 
-    const find = Effect.fn("WebhookRepo.find")(function*(workspaceId: string, surveyId: string | null) {
-      return yield* findScope({ workspaceId, surveyId }).pipe(Effect.orDie)
+    const eventTypesOf = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: EventTypeRow,
+      execute: (webhookId) => sql`SELECT event_type FROM webhook_event_types WHERE webhook_id = ${webhookId}`
     })
 
-    /** Registers or replaces the endpoint of a scope with a new secret. */
+    /** The scope's webhook, enabled or disabled, with its event types. */
+    const find = Effect.fn("WebhookRepo.find")(function*(workspaceId: string, surveyId: string | null) {
+      const found = yield* findScope({ workspaceId, surveyId }).pipe(Effect.orDie)
+      if (Option.isNone(found)) return Option.none<Webhook>()
+      const types = new Set((yield* eventTypesOf(found.value.id).pipe(Effect.orDie)).map((row) => row.eventType))
+      return Option.some<Webhook>({ ...found.value, events: catalogue.filter((type) => types.has(type)) })
+    })
+
+    /**
+     * Registers or replaces the endpoint of a scope with a new secret and the event types it
+     * receives. A disabled webhook is enabled again, with a clean record of failures.
+     */
     const put = Effect.fn("WebhookRepo.put")(
-      function*(input: { workspaceId: string; surveyId: string | null; targetUrl: string; secret: string; now: number }) {
+      function*(input: {
+        workspaceId: string
+        surveyId: string | null
+        targetUrl: string
+        secret: string
+        events: ReadonlyArray<SubscribableEventType>
+        now: number
+      }) {
         const now = toIso(input.now)
         const existing = yield* findScope(input)
+        let id: string
         if (Option.isSome(existing)) {
-          yield* sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, updated_at = ${now}
-                     WHERE id = ${existing.value.id}`
-          return
+          id = existing.value.id
+          yield* sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, updated_at = ${now},
+                       disabled_reason = NULL, failing_since = NULL
+                     WHERE id = ${id}`
+          yield* sql`DELETE FROM webhook_event_types WHERE webhook_id = ${id}`
+        } else {
+          id = makeId("whk")
+          // Events already in the outbox predate this webhook and are not sent to it.
+          yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
+                     SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
+                            IFNULL(MAX(seq), 0), ${now}, ${now} FROM events`
         }
-        // Events already in the outbox predate this webhook and are not sent to it.
-        yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
-                   SELECT ${makeId("whk")}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
-                          IFNULL(MAX(seq), 0), ${now}, ${now} FROM events`
+        yield* sql`INSERT INTO webhook_event_types ${
+          sql.insert(input.events.map((eventType) => ({ webhookId: id, eventType })))
+        }`
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )

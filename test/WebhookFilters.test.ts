@@ -1,0 +1,54 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { EventEnvelope, type EventType } from "../src/Events/Event.js"
+import { Outbox } from "../src/Events/Outbox.js"
+import { TOKENS } from "./support/Fixtures.js"
+import { call, decodeAs } from "./support/TestServer.js"
+import { eventually, receiver } from "./support/WebhookReceiver.js"
+import { deliveries, WebhookWorld } from "./support/WebhookWorld.js"
+
+const put = (path: string, body: unknown) => call("PUT", path, { token: TOKENS.editor, body: JSON.stringify(body) })
+
+const emit = (type: EventType, surveyId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const outbox = yield* Outbox
+    return yield* sql.withTransaction(outbox.append({ type, workspaceId: "ws_a", surveyId, data: {} })).pipe(Effect.orDie)
+  })
+
+const typesOf = (received: ReadonlyArray<{ readonly body: string }>) =>
+  received.map((r) => decodeAs(EventEnvelope, JSON.parse(r.body)).type).sort()
+
+describe("event filters", () => {
+  it.live("each webhook receives only the event types it names; webhook.test is never filtered", () =>
+    Effect.gen(function*() {
+      const defaults = yield* receiver()
+      const optedIn = yield* receiver()
+      expect((yield* put("/api/v1/webhooks", { targetUrl: defaults.url })).status).toBe(200)
+      expect(
+        (yield* put("/api/v1/surveys/srv_main/webhook", {
+          targetUrl: optedIn.url,
+          events: ["response.created", "response.deleted", "survey.closed"]
+        })).status
+      ).toBe(200)
+
+      yield* emit("response.created", "srv_main")
+      yield* emit("response.updated", "srv_main")
+      yield* emit("response.completed", "srv_main")
+      yield* emit("response.deleted", "srv_main")
+      yield* emit("survey.closed", "srv_main")
+
+      // Fan-out applies the filter: once every delivery it made has arrived, nothing else is coming.
+      yield* eventually(deliveries, (all) => all.length > 0 && all.every((d) => d.state === "delivered"))
+      expect(yield* deliveries).toHaveLength(5)
+      expect(typesOf(yield* defaults.received)).toEqual(["response.completed", "survey.closed"])
+      expect(typesOf(yield* optedIn.received)).toEqual(["response.created", "response.deleted", "survey.closed"])
+
+      // A workspace webhook that names none of the v1 set still gets the test event.
+      expect((yield* put("/api/v1/webhooks", { targetUrl: defaults.url, events: ["response.deleted"] })).status).toBe(200)
+      const test = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
+      expect(test.body).toEqual({ delivered: true })
+      expect(typesOf(yield* defaults.received)).toEqual(["response.completed", "survey.closed", "webhook.test"])
+    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
+})
