@@ -109,6 +109,16 @@ describe("parseTarget", () => {
     return refused(`https://${host}/hook`)
   })
 
+  it.prop("accepts every port from 1 to 65535 and refuses port 0 and anything above, however written", [
+    fc.integer({ min: 0, max: 70000 }),
+    fc.nat({ max: 3 }),
+    fc.boolean()
+  ], ([port, zeros, allowPrivate]) => {
+    const host = allowPrivate ? "http://127.0.0.1" : "https://hooks.example.com"
+    const parsed = parseTarget(`${host}:${"0".repeat(zeros)}${port}/hook`, allowPrivate)
+    return port >= 1 && port <= 65535 ? Either.isRight(parsed) : Either.isLeft(parsed)
+  })
+
   it("allows http and private hosts only when private targets are allowed", () => {
     expect(Either.isRight(parseTarget("http://127.0.0.1:8080/hook", true))).toBe(true)
     expect(Either.isLeft(parseTarget("http://127.0.0.1:8080/hook", false))).toBe(true)

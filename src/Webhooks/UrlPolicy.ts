@@ -153,6 +153,8 @@ export const parseTarget = (input: string, allowPrivate: boolean): Either.Either
   }
   if (url.username !== "" || url.password !== "") return Either.left("targetUrl must not carry credentials")
   if (url.hostname === "") return Either.left("targetUrl has no host")
+  // `URL` refuses ports above 65535 but keeps port 0, on which nothing can be reached.
+  if (url.port === "0") return Either.left("targetUrl has port 0; use a port from 1 to 65535")
   if (url.hostname.includes("%")) return Either.left("targetUrl must not carry an IPv6 zone id")
   const literal = hostLiteral(url.hostname)
   if (literal !== undefined && !allowPrivate && isBlockedAddress(literal.address)) {
