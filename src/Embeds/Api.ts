@@ -1,7 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
+import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyId } from "../Surveys/Api.js"
 
 export class EmbedSessionRequest extends Schema.Class<EmbedSessionRequest>("EmbedSessionRequest")({
@@ -31,6 +33,8 @@ export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
           "Editor keys only; the survey must be published."
       )
   )
+  .middleware(JsonBody)
+  .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Embed sessions")
 {}

@@ -13,6 +13,7 @@ import { AnalyticsLive } from "../Analytics/Http.js"
 import { Api } from "../Api.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "../Auth/Authorization.js"
+import { WriteAccessLive } from "../Auth/WriteAccess.js"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "../Embeds/Http.js"
 import { UsageLive } from "../Quota/Http.js"
@@ -29,6 +30,7 @@ import { SurveysLive } from "../Surveys/Http.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { WebhooksHttpLive } from "../Webhooks/Http.js"
+import { JsonBodyLive } from "./JsonBody.js"
 import { RequestErrorsLive } from "./RequestErrors.js"
 import { requestIdOf } from "./RequestId.js"
 
@@ -91,7 +93,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     UsageLive,
     WebhooksHttpLive
   ]),
-  Layer.provide(AuthorizationLive),
+  Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive]),
   Layer.provide(Repositories),
   Layer.provide(RespondentServices)
 )

@@ -4,6 +4,7 @@ import { Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import { InvalidRequest, InvalidRequestWire, type Issue, type NotFound } from "../Domain/Errors.js"
+import { exceedsJsonDepth, isJsonContentType, notJsonContentType, tooDeep } from "../Http/JsonBody.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
 import { assets } from "./Assets.js"
@@ -60,6 +61,7 @@ const readCappedBody = Effect.gen(function*() {
 })
 
 const parseSubmission = (text: string): Either.Either<Submission, InvalidRequest> => {
+  if (exceedsJsonDepth(text)) return Either.left(tooDeep())
   let json: unknown
   try {
     json = JSON.parse(text)
@@ -202,7 +204,11 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
         })
       )
 
-    const submission = Effect.flatMap(readCappedBody, (text) => parseSubmission(text))
+    const submission = Effect.gen(function*() {
+      const contentType = (yield* HttpServerRequest.HttpServerRequest).headers["content-type"]
+      if (!isJsonContentType(contentType)) return yield* notJsonContentType(contentType ?? "")
+      return yield* Effect.flatMap(readCappedBody, (text) => parseSubmission(text))
+    })
 
     const createResponse = Effect.gen(function*() {
       const who = yield* respondent

@@ -1,10 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
+import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
 import { DisabledReason, EventFilter } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Events/Event.js"
 import { Limit } from "../Domain/Page.js"
+import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyId } from "../Surveys/Api.js"
 
 const events = Schema.Array(SubscribableEventType).annotations({
@@ -90,6 +92,8 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       .addError(NotFoundWire)
       .annotate(OpenApi.Summary, "Recent delivery attempts of the survey webhook, newest first")
   )
+  .middleware(JsonBody)
+  .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Survey webhook")
 {}
@@ -130,6 +134,8 @@ export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
       .addError(ForbiddenWire)
       .annotate(OpenApi.Summary, "Recent delivery attempts of the workspace webhook, newest first")
   )
+  .middleware(JsonBody)
+  .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Workspace webhook")
 {}

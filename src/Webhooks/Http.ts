@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { Api } from "../Api.js"
-import { canWrite, CurrentKey } from "../Auth/CurrentKey.js"
+import { CurrentKey } from "../Auth/CurrentKey.js"
 import { AppConfig } from "../Config.js"
 import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
@@ -13,12 +13,6 @@ import { attemptOnce } from "./Attempt.js"
 import { Signer } from "./Signer.js"
 import { parseTarget, Resolver, resolveTarget } from "./UrlPolicy.js"
 import { type AttemptRow, WebhookRepo } from "./WebhookRepo.js"
-
-const requireWriter = Effect.gen(function*() {
-  const key = yield* CurrentKey
-  if (!canWrite(key)) return yield* new Forbidden({ message: "This API key is read-only; a writer's key is needed." })
-  return key
-})
 
 /** Workspace webhook endpoints are closed to survey-limited keys (api-v1 §5). */
 const requireWorkspaceKey = Effect.gen(function*() {
@@ -97,7 +91,6 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         .handle("put", ({ path, payload }) =>
           Effect.gen(function*() {
             const survey = yield* access.require(path.id)
-            yield* requireWriter
             return yield* register(survey.workspaceId, survey.id, payload)
           }))
         .handle("deliveries", ({ path, urlParams }) =>
@@ -111,19 +104,16 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         .handle("put", ({ payload }) =>
           Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
-            yield* requireWriter
             return yield* register(key.workspaceId, null, payload)
           }))
         .handle("delete", () =>
           Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
-            yield* requireWriter
             yield* repo.remove(key.workspaceId, null)
           }))
         .handle("test", () =>
           Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
-            yield* requireWriter
             const webhook = yield* repo.find(key.workspaceId, null)
             if (Option.isNone(webhook)) {
               return yield* new InvalidRequest({ message: "No workspace webhook is configured; PUT /webhooks first." })

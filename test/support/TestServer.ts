@@ -77,7 +77,10 @@ const read = (response: HttpClientResponse.HttpClientResponse) =>
     return { status: response.status, headers: response.headers, body, text }
   })
 
-/** A raw request: any method, path, headers and body, answered with status, headers and parsed JSON. */
+/**
+ * A raw request: any method, path, headers and body (sent as `application/json` unless the
+ * headers say otherwise), answered with status, headers and parsed JSON.
+ */
 export const call = (
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE",
   path: string,
@@ -87,10 +90,11 @@ export const call = (
     const client = yield* HttpClient.HttpClient
     let request = HttpClientRequest.make(method)(path)
     if (options.token !== undefined) request = HttpClientRequest.bearerToken(request, options.token)
-    if (options.headers !== undefined) request = HttpClientRequest.setHeaders(request, options.headers)
     if (options.body !== undefined) {
       request = HttpClientRequest.bodyText(request, options.body, "application/json")
     }
+    // After the body, so that a test can send a body under any Content-Type.
+    if (options.headers !== undefined) request = HttpClientRequest.setHeaders(request, options.headers)
     return yield* Effect.flatMap(client.execute(request), read)
   }).pipe(Effect.scoped, Effect.orDie)
 

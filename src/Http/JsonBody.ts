@@ -1,0 +1,76 @@
+import { HttpApiMiddleware, HttpServerRequest } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { InvalidRequest, InvalidRequestWire } from "../Domain/Errors.js"
+
+/**
+ * Deepest nesting of arrays and objects a JSON body may have. The bodies the service takes
+ * are two or three levels deep; a much deeper one is refused before it is parsed or decoded,
+ * since formatting a decode error walks the value recursively.
+ */
+export const MAX_JSON_DEPTH = 64
+
+/** Whether a JSON text nests arrays and objects deeper than `max`, in one pass without recursion. */
+export const exceedsJsonDepth = (text: string, max: number = MAX_JSON_DEPTH): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) {
+      inString = true
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--
+    }
+  }
+  return false
+}
+
+/**
+ * Whether a Content-Type header names JSON, whatever its parameters (`charset=utf-8`). A request
+ * without one is read as JSON, as the HTTP layer does.
+ */
+export const isJsonContentType = (header: string | undefined): boolean =>
+  header === undefined || header.split(";")[0]?.trim().toLowerCase() === "application/json"
+
+export const notJsonContentType = (header: string) =>
+  new InvalidRequest({
+    message: "The request body must be JSON, sent with `Content-Type: application/json`.",
+    issues: [{ path: "", message: `expected content-type application/json, not ${JSON.stringify(header.slice(0, 100))}` }]
+  })
+
+export const tooDeep = () =>
+  new InvalidRequest({
+    message: `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`,
+    issues: [{ path: "", message: `at most ${MAX_JSON_DEPTH} levels of nesting` }]
+  })
+
+const readsBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
+
+/**
+ * The body rules of the write endpoints, applied after authorization and before the body is
+ * parsed: a Content-Type other than `application/json` is refused, and so is JSON nested deeper
+ * than `MAX_JSON_DEPTH`. Other bodies (form fields, multipart) would otherwise be read as if
+ * they were JSON, or fail inside the HTTP layer.
+ */
+export class JsonBody extends HttpApiMiddleware.Tag<JsonBody>()("Http/JsonBody", {
+  failure: InvalidRequestWire
+}) {}
+
+export const JsonBodyLive = Layer.succeed(
+  JsonBody,
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    if (!readsBody(request.method)) return
+    const contentType = request.headers["content-type"]
+    if (!isJsonContentType(contentType)) return yield* notJsonContentType(contentType ?? "")
+    if (request.headers["content-length"] === undefined && request.headers["transfer-encoding"] === undefined) return
+    // The text is kept by the request, so the parse that follows reads it from memory. A body
+    // that cannot be read is answered by that parse.
+    const text = yield* Effect.orElseSucceed(request.text, () => "")
+    if (exceedsJsonDepth(text)) return yield* tooDeep()
+  })
+)
