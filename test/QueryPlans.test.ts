@@ -53,6 +53,25 @@ layer(TestDatabase())("query plans", (it) => {
       )
     }))
 
+  it.effect("responses by change: updatedAfter, status and the updatedAt keyset order from an index", () =>
+    Effect.gen(function*() {
+      const select = `SELECT * FROM responses WHERE survey_id = ?`
+      const order = `ORDER BY updated_at, id LIMIT 101`
+      expectIndexed(yield* plan(`${select} AND updated_at >= ? ${order}`, ["s", "t"]), "responses_by_updated")
+      expectIndexed(
+        yield* plan(`${select} AND (updated_at, id) > (?, ?) ${order}`, ["s", "t", "i"]),
+        "responses_by_updated"
+      )
+      expectIndexed(
+        yield* plan(`${select} AND completed = ? AND updated_at >= ? ${order}`, ["s", 1, "t"]),
+        "responses_by_status_updated"
+      )
+      expectIndexed(
+        yield* plan(`${select} AND completed = ? AND (updated_at, id) > (?, ?) ${order}`, ["s", 0, "t", "i"]),
+        "responses_by_status_updated"
+      )
+    }))
+
   it.effect("answers of a page come from the primary key", () =>
     Effect.gen(function*() {
       const detail = yield* plan(

@@ -23,6 +23,7 @@ layer(TestServer(baseFixture))("responses", (it) => {
         completed: true,
         completedAt: "2026-01-10T00:05:00.000Z",
         createdAt: "2026-01-10T00:00:00.000Z",
+        updatedAt: "2026-01-10T00:05:00.000Z",
         answers: [
           { fieldId: "q_text", type: "textarea", value: "hello", values: ["hello"] },
           { fieldId: "q_pick", type: "checkbox", value: "[\"a\",\"c\"]", values: ["a", "c"] },

@@ -88,7 +88,8 @@ describe("assembleWire", () => {
           surveyId: "srv_x",
           externalUserId: externals[i] ?? null,
           completedAt: i % 2 === 0 ? "2026-01-02T00:00:00.000Z" : null,
-          createdAt: "2026-01-01T00:00:00.000Z"
+          createdAt: "2026-01-01T00:00:00.000Z",
+          updatedAt: i % 3 === 0 ? "2026-01-03T00:00:00.000Z" : "2026-01-01T00:00:00.000Z"
         })
       )
       const viaSchema = Schema.encodeSync(Schema.Array(SurveyResponse))(assemble(rows, answers))

@@ -98,6 +98,7 @@ interface ResponseRow {
   external_user_id: string | null
   completed_at: string | null
   created_at: string
+  updated_at: string
 }
 interface AnswerRow {
   response_id: string
@@ -488,11 +489,11 @@ const responsesJson = (surveyId: string, rows: ReadonlyArray<ResponseRow>): Arra
       JSON.stringify(r.external_user_id)
     },"completed":${r.completed_at !== null},"completedAt":${JSON.stringify(r.completed_at)},"createdAt":${
       JSON.stringify(r.created_at)
-    },"answers":[${answerJson.join(",")}]}`
+    },"updatedAt":${JSON.stringify(r.updated_at)},"answers":[${answerJson.join(",")}]}`
   })
 }
 
-const responseColumns = "id, survey_id, external_user_id, completed_at, created_at"
+const responseColumns = "id, survey_id, external_user_id, completed_at, created_at, updated_at"
 
 const listResponses = (surveyId: string, params: URLSearchParams, requestId: string) => {
   const limit = limitOf(params, requestId)

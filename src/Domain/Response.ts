@@ -19,6 +19,10 @@ export class SurveyResponse extends Schema.Class<SurveyResponse>("Response")({
   completed: Schema.Boolean,
   completedAt: Schema.NullOr(Schema.String),
   createdAt: Schema.String,
+  updatedAt: Schema.String.annotations({
+    description: "The last time the response or any of its answers changed: its createdAt until the first change; " +
+      "completing is a change. Within one survey it follows the order in which changes were stored."
+  }),
   answers: Schema.Array(Answer)
 }) {}
 

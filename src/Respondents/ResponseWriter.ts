@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { storedValue } from "../Domain/AnswerValue.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
-import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/Outbox.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
+import { nextUpdatedAt } from "../Responses/ChangeClock.js"
 import { ResponseRepo } from "../Responses/ResponseRepo.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { missingRequired, type SubmittedAnswer, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
@@ -56,7 +56,8 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         const { accepted, issues } = validateAnswers(checkable, submission.answers)
         if (issues.length > 0) return yield* invalid("Some answers are not valid; nothing was saved.", issues)
 
-        const now = toIso(yield* Clock.currentTimeMillis)
+        // The change's instant: createdAt of a new response, updatedAt (and completedAt) of every save.
+        const now = yield* nextUpdatedAt(sql, respondent.surveyId)
         const responseId = yield* Option.match(target, {
           onNone: () =>
             Effect.gen(function*() {

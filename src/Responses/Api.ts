@@ -15,6 +15,11 @@ export const ResponseListParams = Schema.Struct({
   createdAfter: Schema.optional(IsoInstant.annotations({
     description: "Only responses created at or after this instant (inclusive); filters on createdAt."
   })),
+  updatedAfter: Schema.optional(IsoInstant.annotations({
+    description: "Only responses changed at or after this instant (inclusive), ordered by updatedAt then id, " +
+      "oldest first. Poll with the largest updatedAt seen so far to never miss a change (one may be seen again). " +
+      "Cannot be combined with createdAfter."
+  })),
   status: Schema.optional(ResponseStatusFilter.annotations({
     description: "all (default), completed, or incomplete (abandoned)."
   })),
@@ -33,6 +38,11 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .addError(NotFoundWire)
       .addError(ServiceUnavailableWire)
       .annotate(OpenApi.Summary, "List responses of a survey, oldest first")
+      .annotate(
+        OpenApi.Description,
+        "Ordered by createdAt then id; with updatedAfter, by updatedAt then id (sync by change). " +
+          "Cursors are bound to the survey and the filters they were issued for."
+      )
       .annotate(OpenApi.Transform, (operation) => ({
         ...operation,
         responses: {

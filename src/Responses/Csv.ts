@@ -62,6 +62,8 @@ export interface CsvExport {
   readonly questions: ReadonlyArray<CsvQuestion>
   readonly status: ResponseStatusFilter
   readonly createdAfter: string | undefined
+  /** Only responses changed at or after it; the export keeps its createdAt order. */
+  readonly updatedAfter: string | undefined
 }
 
 const pageSize = 1000
@@ -82,8 +84,14 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
   const select = `SELECT r.id, r.external_user_id, r.completed, r.completed_at, r.created_at` +
     (cells.length > 0 ? `, ${cells.join(", ")}` : "") + ` FROM responses r WHERE r.survey_id = ?` +
     (req.status === "all" ? "" : ` AND r.completed = ${req.status === "completed" ? 1 : 0}`) +
-    (req.createdAfter === undefined ? "" : " AND r.created_at >= ?")
-  const baseParams = [...req.questions.map((q) => q.id), req.surveyId, ...(req.createdAfter === undefined ? [] : [req.createdAfter])]
+    (req.createdAfter === undefined ? "" : " AND r.created_at >= ?") +
+    (req.updatedAfter === undefined ? "" : " AND r.updated_at >= ?")
+  const baseParams = [
+    ...req.questions.map((q) => q.id),
+    req.surveyId,
+    ...(req.createdAfter === undefined ? [] : [req.createdAfter]),
+    ...(req.updatedAfter === undefined ? [] : [req.updatedAfter])
+  ]
   const first = `${select} ORDER BY r.created_at, r.id LIMIT ${pageSize}`
   const next = `${select} AND (r.created_at, r.id) > (?, ?) ORDER BY r.created_at, r.id LIMIT ${pageSize}`
 

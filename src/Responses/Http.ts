@@ -3,13 +3,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
-import { NotFound } from "../Domain/Errors.js"
+import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { preEncoded } from "../Http/PreEncoded.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
-import { ResponseRepo } from "./ResponseRepo.js"
+import { type ListOrder, ResponseRepo } from "./ResponseRepo.js"
 
 export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =>
   Effect.gen(function*() {
@@ -21,34 +21,40 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       .handle("list", ({ path, urlParams }) =>
         Effect.gen(function*() {
           yield* access.require(path.id)
+          if (urlParams.createdAfter !== undefined && urlParams.updatedAfter !== undefined) {
+            return yield* new InvalidRequest({
+              message: "Use either createdAfter or updatedAfter, not both: each has its own order.",
+              issues: [{ path: "updatedAfter", message: "cannot be combined with createdAfter" }]
+            })
+          }
+          const status = urlParams.status ?? "all"
           if (urlParams.format === "csv") {
             const columns = (yield* questions.listForSurvey(path.id)).filter(isApiQuestion)
             return csvResponse(sql, {
               surveyId: path.id,
               questions: columns,
-              status: urlParams.status ?? "all",
-              createdAfter: urlParams.createdAfter
+              status,
+              createdAfter: urlParams.createdAfter,
+              updatedAfter: urlParams.updatedAfter
             })
           }
           const limit = urlParams.limit ?? 25
-          const status = urlParams.status ?? "all"
-          const fingerprint = `responses:${path.id}:${status}:${urlParams.createdAfter ?? ""}`
+          const order: ListOrder = urlParams.updatedAfter === undefined ? "createdAt" : "updatedAt"
+          const from = urlParams.updatedAfter ?? urlParams.createdAfter
+          // Cursors of the two orders never pass for each other.
+          const fingerprint = order === "createdAt"
+            ? `responses:${path.id}:${status}:${from ?? ""}`
+            : `responses-by-change:${path.id}:${status}:${from ?? ""}`
           const after = urlParams.cursor === undefined
             ? Option.none()
             : Option.some(yield* decodeCursor(urlParams.cursor, fingerprint))
-          const rows = yield* responses.list({
-            surveyId: path.id,
-            status,
-            createdAfter: urlParams.createdAfter,
-            after,
-            limit: limit + 1
-          })
+          const rows = yield* responses.list({ surveyId: path.id, status, order, from, after, limit: limit + 1 })
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return preEncoded(ResponsePage, {
             data: yield* responses.withAnswersWire(path.id, page),
             nextCursor: rows.length > limit && last !== undefined
-              ? encodeCursor({ key: last.createdAt, id: last.id }, fingerprint)
+              ? encodeCursor({ key: last[order], id: last.id }, fingerprint)
               : null
           })
         }))

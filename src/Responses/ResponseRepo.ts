@@ -11,7 +11,8 @@ export class ResponseRow extends Schema.Class<ResponseRow>("ResponseRow")({
   surveyId: Schema.String,
   externalUserId: Schema.NullOr(Schema.String),
   completedAt: Schema.NullOr(Schema.String),
-  createdAt: Schema.String
+  createdAt: Schema.String,
+  updatedAt: Schema.String
 }) {}
 
 const AnswerRow = Schema.Struct({
@@ -25,12 +26,22 @@ const AnswerRow = Schema.Struct({
 })
 type AnswerRow = typeof AnswerRow.Type
 
-const columns = "id, survey_id, external_user_id, completed_at, created_at"
+const columns = "id, survey_id, external_user_id, completed_at, created_at, updated_at"
+
+/**
+ * The two keyset orders of the responses list: by start (`createdAt`, the default, with
+ * `createdAfter`) or by last change (`updatedAt`, with `updatedAfter`), each tie-broken by id.
+ */
+export type ListOrder = "createdAt" | "updatedAt"
+
+const orderColumn: Record<ListOrder, string> = { createdAt: "created_at", updatedAt: "updated_at" }
 
 export interface ListResponses {
   readonly surveyId: string
   readonly status: ResponseStatusFilter
-  readonly createdAfter: string | undefined
+  readonly order: ListOrder
+  /** The inclusive lower bound on the order's instant (`createdAfter` or `updatedAfter`). */
+  readonly from: string | undefined
   readonly after: Option.Option<Position>
   readonly limit: number
 }
@@ -70,6 +81,7 @@ const responseWire = <A extends Ordered>(
   completed: row.completedAt !== null,
   completedAt: row.completedAt,
   createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
   answers: answers.map((a) => {
     const type = liveType(a.type)
     return { fieldId: type === null ? null : a.questionId, type, value: a.value, values: valuesOf(a) }
@@ -118,7 +130,8 @@ const responseRowOf = (row: ReadonlyArray<unknown>): ResponseRow =>
     surveyId: text(row, 1, "survey_id"),
     externalUserId: nullableText(row, 2, "external_user_id"),
     completedAt: nullableText(row, 3, "completed_at"),
-    createdAt: text(row, 4, "created_at")
+    createdAt: text(row, 4, "created_at"),
+    updatedAt: text(row, 5, "updated_at")
   }, { disableValidation: true })
 
 const answerWireRowOf = (row: ReadonlyArray<unknown>): AnswerWireRow => ({
@@ -145,17 +158,21 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         text += " AND completed = ?"
         params.push(r.status === "completed" ? 1 : 0)
       }
-      // A cursor's position already lies at or after createdAfter (the cursor is bound to the
+      // A cursor's position already lies at or after the lower bound (the cursor is bound to the
       // filter), and one range keeps the index seek on the cursor: page N costs page 1.
+      const key = orderColumn[r.order]
       if (Option.isSome(r.after)) {
-        text += " AND (created_at, id) > (?, ?)"
+        text += ` AND (${key}, id) > (?, ?)`
         params.push(r.after.value.key, r.after.value.id)
-      } else if (r.createdAfter !== undefined) {
-        text += " AND created_at >= ?"
-        params.push(r.createdAfter)
+      } else if (r.from !== undefined) {
+        text += ` AND ${key} >= ?`
+        params.push(r.from)
       }
       params.push(r.limit)
-      return Effect.map(reader.values(`${text} ORDER BY created_at, id LIMIT ?`, params), (rows) => rows.map(responseRowOf))
+      return Effect.map(
+        reader.values(`${text} ORDER BY ${key}, id LIMIT ?`, params),
+        (rows) => rows.map(responseRowOf)
+      )
     }
 
     const findOne = SqlSchema.findOne({
@@ -194,7 +211,7 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
       )
 
     return {
-      /** One page in `createdAt, id` order, with one extra row to tell whether more follow. */
+      /** One page in the requested order, with one extra row to tell whether more follow. */
       list: (req: ListResponses) => page(req).pipe(Effect.orDie),
       withAnswers: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
         withAnswers(surveyId, rows).pipe(Effect.orDie),

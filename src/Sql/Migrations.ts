@@ -8,6 +8,7 @@ import Analytics from "./migrations/0005_analytics.js"
 import Quota from "./migrations/0006_quota.js"
 import AccessGeneration from "./migrations/0007_access_generation.js"
 import WebhookOperations from "./migrations/0010_webhook_operations.js"
+import SyncAndErasure from "./migrations/0011_sync_and_erasure.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -21,7 +22,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0005_analytics": Analytics,
   "0006_quota": Quota,
   "0007_access_generation": AccessGeneration,
-  "0010_webhook_operations": WebhookOperations
+  "0010_webhook_operations": WebhookOperations,
+  "0011_sync_and_erasure": SyncAndErasure
 }
 
 export const runMigrations = Migrator.make({})({

@@ -1,0 +1,264 @@
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, FastCheck as fc, Schema, TestClock } from "effect"
+import { ResponsePage } from "../src/Responses/Api.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
+
+/** A page of responses as the API encodes it. */
+const PageBody = Schema.encodedSchema(ResponsePage)
+type Item = typeof PageBody.Type["data"][number]
+const PageOpen = Schema.Struct({ respondentToken: Schema.String })
+const Saved = Schema.Struct({ responseId: Schema.String })
+
+const list = (surveyId: string, query: string, token: string = TOKENS.editor) =>
+  Effect.map(get(`/api/v1/surveys/${surveyId}/responses?${query}`, token), (res) => {
+    expect(res.status, `${query}: ${res.text}`).toBe(200)
+    return decodeAs(PageBody, res.body)
+  })
+
+const ids = (page: { readonly data: ReadonlyArray<Item> }) => page.data.map((r) => r.id)
+
+/** A respondent token of a published survey, as its page hands it out. */
+const respondentToken = (surveyId: string) =>
+  Effect.map(call("GET", `/s/${surveyId}`, { headers: { accept: "application/json" } }), (res) => {
+    expect(res.status).toBe(200)
+    return bodyOf(PageOpen, res).respondentToken
+  })
+
+const save = (token: string, surveyText: string, finished: boolean, responseId?: string) =>
+  Effect.map(
+    call(responseId === undefined ? "POST" : "PATCH", `/respond/v1/responses${responseId === undefined ? "" : `/${responseId}`}`, {
+      token,
+      body: JSON.stringify({ answers: [{ questionId: surveyText, values: [`v${Math.random()}`] }], finished })
+    }),
+    (res) => {
+      expect(res.status, res.text).toBe(responseId === undefined ? 201 : 200)
+      return bodyOf(Saved, res).responseId
+    }
+  )
+
+/** A published survey with one free-text question, written straight into the database. */
+const newSurvey = (surveyId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO surveys (id, workspace_id, title, status, created_at, updated_at)
+      VALUES (${surveyId}, 'ws_a', 'Sync', 'published', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
+    yield* sql`INSERT INTO questions (id, survey_id, type, label, position) VALUES (${`${surveyId}_q`}, ${surveyId}, 'textarea', 'Say', 1)`
+    return `${surveyId}_q`
+  }).pipe(Effect.orDie)
+
+layer(TestServer(baseFixture))("sync by change", (it) => {
+  it.effect("updatedAt is the createdAt until the first change, and completing is a change", () =>
+    Effect.gen(function*() {
+      const page = yield* list("srv_main", "")
+      expect(page.data.map((r) => [r.id, r.createdAt, r.updatedAt])).toEqual([
+        ["rsp_1", "2026-01-10T00:00:00.000Z", "2026-01-10T00:05:00.000Z"],
+        ["rsp_2", "2026-01-11T00:00:00.000Z", "2026-01-11T00:00:00.000Z"],
+        ["rsp_3", "2026-01-12T00:00:00.000Z", "2026-01-12T00:01:00.000Z"]
+      ])
+      const question = yield* newSurvey("srv_sync_basic")
+      yield* TestClock.setTime(Date.parse("2026-03-01T10:00:00.000Z"))
+      const token = yield* respondentToken("srv_sync_basic")
+      const id = yield* save(token, question, false)
+      const created = bodyOf(Schema.encodedSchema(ResponsePage.fields.data.value), (yield* get(
+        `/api/v1/surveys/srv_sync_basic/responses/${id}`,
+        TOKENS.editor
+      )))
+      expect([created.createdAt, created.updatedAt]).toEqual(["2026-03-01T10:00:00.000Z", "2026-03-01T10:00:00.000Z"])
+      yield* TestClock.setTime(Date.parse("2026-03-01T10:05:00.000Z"))
+      yield* save(token, question, true, id)
+      const done = (yield* list("srv_sync_basic", "updatedAfter=2026-03-01T10:00:00.001Z")).data
+      expect(done.map((r) => [r.id, r.createdAt, r.updatedAt, r.completedAt])).toEqual([
+        [id, "2026-03-01T10:00:00.000Z", "2026-03-01T10:05:00.000Z", "2026-03-01T10:05:00.000Z"]
+      ])
+    }))
+
+  it.effect("lists by updatedAt then id, inclusive, combinable with status, paged by its own cursors", () =>
+    Effect.gen(function*() {
+      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-10T00:05:00.000Z"))).toEqual(["rsp_1", "rsp_2", "rsp_3"])
+      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-10T00:05:00.001Z"))).toEqual(["rsp_2", "rsp_3"])
+      // Another offset names the same instant.
+      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-11T01:00:00%2B01:00"))).toEqual(["rsp_2", "rsp_3"])
+      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-01T00:00:00Z&status=completed"))).toEqual(["rsp_1", "rsp_3"])
+      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-01T00:00:00Z&status=incomplete"))).toEqual(["rsp_2"])
+
+      const first = yield* list("srv_main", "updatedAfter=2026-01-01T00:00:00Z&limit=2")
+      expect(ids(first)).toEqual(["rsp_1", "rsp_2"])
+      const cursor = first.nextCursor ?? ""
+      expect(ids(yield* list("srv_main", `updatedAfter=2026-01-01T00:00:00Z&limit=2&cursor=${cursor}`))).toEqual(["rsp_3"])
+    }))
+
+  it.effect("bad input: no instant, both filters, a cursor of another order or filter; 400 naming the parameter", () =>
+    Effect.gen(function*() {
+      const path = "/api/v1/surveys/srv_main/responses"
+      const byCreated = (yield* list("srv_main", "limit=1")).nextCursor ?? ""
+      const byChange = (yield* list("srv_main", "limit=1&updatedAfter=2026-01-01T00:00:00Z")).nextCursor ?? ""
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        ["updatedAfter=yesterday", "updatedAfter"],
+        ["updatedAfter=2026-01-11", "updatedAfter"],
+        ["updatedAfter=2026-01-11T00:00:00", "updatedAfter"],
+        ["updatedAfter=", "updatedAfter"],
+        ["updatedAfter=2026-01-01T00:00:00Z&createdAfter=2026-01-01T00:00:00Z", "updatedAfter"],
+        [`updatedAfter=2026-01-01T00:00:00Z&cursor=${byCreated}`, "cursor"],
+        [`cursor=${byChange}`, "cursor"],
+        [`updatedAfter=2026-01-02T00:00:00Z&cursor=${byChange}`, "cursor"],
+        [`updatedAfter=2026-01-01T00:00:00Z&status=completed&cursor=${byChange}`, "cursor"]
+      ]
+      for (const [query, param] of cases) {
+        const res = yield* get(`${path}?${query}`, TOKENS.editor)
+        expect(res.status, query).toBe(400)
+        expect(res.body, query).toMatchObject({ code: "invalid_request", issues: [{ path: param }] })
+      }
+      const csv = yield* get(`${path}?format=csv&updatedAfter=2026-01-01T00:00:00Z&createdAfter=2026-01-01T00:00:00Z`, TOKENS.editor)
+      expect(csv.status).toBe(400)
+    }))
+
+  it.effect("the CSV export takes updatedAfter as a filter and keeps its columns", () =>
+    Effect.gen(function*() {
+      const res = yield* get("/api/v1/surveys/srv_main/responses?format=csv&updatedAfter=2026-01-11T00:00:00Z", TOKENS.editor)
+      expect(res.status).toBe(200)
+      const lines = res.text.trimEnd().split("\r\n")
+      expect(lines[0]?.startsWith("responseId,surveyId,externalUserId,completed,createdAt,completedAt,")).toBe(true)
+      expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual(["rsp_2", "rsp_3"])
+    }))
+
+  it.effect("changes within one millisecond, or with the clock stepped back, still get growing updatedAt", () =>
+    Effect.gen(function*() {
+      const question = yield* newSurvey("srv_sync_burst")
+      yield* TestClock.setTime(Date.parse("2026-04-01T00:00:00.000Z"))
+      const token = yield* respondentToken("srv_sync_burst")
+      const a = yield* save(token, question, false)
+      const b = yield* save(token, question, false)
+      yield* TestClock.setTime(Date.parse("2026-03-31T00:00:00.000Z"))
+      yield* save(token, question, false, a)
+      const page = yield* list("srv_sync_burst", "updatedAfter=2020-01-01T00:00:00Z")
+      expect(page.data.map((r) => [r.id, r.updatedAt])).toEqual([
+        [b, "2026-04-01T00:00:00.001Z"],
+        [a, "2026-04-01T00:00:00.002Z"]
+      ])
+    }))
+})
+
+type Op =
+  | { readonly kind: "start"; readonly finished: boolean }
+  | { readonly kind: "save"; readonly target: number; readonly finished: boolean }
+  | { readonly kind: "page" }
+  | { readonly kind: "clock"; readonly deltaMillis: number }
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("start" as const), finished: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant("save" as const), target: fc.nat({ max: 9 }), finished: fc.boolean() })
+  },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("page" as const) }) },
+  // The wall clock stands still (bursts within one millisecond), moves on, or steps back.
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("clock" as const), deltaMillis: fc.integer({ min: -5000, max: 5000 }) })
+  }
+)
+
+/**
+ * The case random search rarely finds: a walk has read one of two responses stored in the same
+ * millisecond, that one changes within the same millisecond (whichever of the two it is), and a
+ * later change follows. Were updatedAt allowed to repeat, the change would sort behind the cursor
+ * and before the largest updatedAt seen, and no poll would return it.
+ */
+const changeBehindTheCursor: ReadonlyArray<Op> = [
+  { kind: "start", finished: false },
+  { kind: "start", finished: false },
+  { kind: "page" },
+  { kind: "save", target: 0, finished: false },
+  { kind: "save", target: 1, finished: false },
+  { kind: "clock", deltaMillis: 5 },
+  { kind: "start", finished: false }
+]
+
+let run = 0
+
+/**
+ * Runs `ops` against a fresh survey: saves through the respondent API, and an integrator reading
+ * pages of `limit` with `updatedAfter` = the largest updatedAt it has seen, then polling until
+ * nothing new comes. Its copy must equal the survey's responses as they are.
+ */
+const pollingCopy = (ops: ReadonlyArray<Op>, limit: number) =>
+  Effect.gen(function*() {
+    const surveyId = `srv_poll_${run++}`
+    const question = yield* newSurvey(surveyId)
+    yield* TestClock.setTime(Date.parse("2026-05-01T00:00:00.000Z"))
+    const token = yield* respondentToken(surveyId)
+    const started: Array<{ id: string; finished: boolean }> = []
+    // The integrator's side: its copy, the largest updatedAt it has seen, the walk in progress.
+    const copy = new Map<string, Item>()
+    let largest = "1970-01-01T00:00:00.000Z"
+    let cursor: string | null = null
+    let walkFrom = largest
+
+    const readPage = Effect.gen(function*() {
+      const query: string = `updatedAfter=${walkFrom}&limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`
+      const page = yield* list(surveyId, query)
+      for (const item of page.data) {
+        const known = copy.get(item.id)
+        if (known === undefined || known.updatedAt <= item.updatedAt) copy.set(item.id, item)
+        if (item.updatedAt > largest) largest = item.updatedAt
+      }
+      cursor = page.nextCursor
+      // A finished walk: the next poll starts at the largest updatedAt seen.
+      if (cursor === null) walkFrom = largest
+      return page.data.length
+    })
+
+    for (const op of ops) {
+      switch (op.kind) {
+        case "start":
+          started.push({ id: yield* save(token, question, op.finished), finished: op.finished })
+          break
+        case "save": {
+          const target = started[op.target % Math.max(1, started.length)]
+          if (target === undefined || target.finished) break
+          yield* save(token, question, op.finished, target.id)
+          target.finished = op.finished
+          break
+        }
+        case "page":
+          yield* readPage
+          break
+        case "clock":
+          yield* TestClock.setTime(Date.parse("2026-05-01T00:00:00.000Z") + op.deltaMillis)
+          break
+      }
+    }
+    // Finish the walk in progress, then poll until a poll brings back only what the copy has.
+    for (let i = 0; i < 200 && cursor !== null; i++) yield* readPage
+    for (let i = 0; i < 50; i++) {
+      const before = JSON.stringify([...copy.entries()])
+      yield* readPage
+      for (let j = 0; j < 200 && cursor !== null; j++) yield* readPage
+      if (JSON.stringify([...copy.entries()]) === before) break
+    }
+
+    const truth = new Map<string, Item>()
+    let after: string | null = null
+    for (let i = 0; i < 100; i++) {
+      const page: typeof PageBody.Type = yield* list(surveyId, `limit=100${after === null ? "" : `&cursor=${after}`}`)
+      for (const item of page.data) truth.set(item.id, item)
+      after = page.nextCursor
+      if (after === null) break
+    }
+    expect(truth.size).toBe(started.length)
+    expect(new Map([...copy].sort())).toEqual(new Map([...truth].sort()))
+  })
+
+layer(TestServer(baseFixture))("sync by change, polled", (it) => {
+  it.effect("a change stored behind the cursor within the millisecond of what a page returned is seen", () =>
+    pollingCopy(changeBehindTheCursor, 1))
+
+  it.effect.prop(
+    "a copy polling with updatedAfter = the largest updatedAt seen misses no change made between its pages",
+    { ops: fc.array(opArb, { minLength: 1, maxLength: 40 }), limit: fc.integer({ min: 1, max: 3 }) },
+    ({ limit, ops }) => pollingCopy(ops, limit),
+    { fastCheck: { numRuns: 40 } }
+  )
+})
