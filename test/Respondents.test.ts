@@ -4,6 +4,7 @@ import { Clock, Effect, Schema, TestClock } from "effect"
 import { SurveyResponse } from "../src/Domain/Response.js"
 import { EventEnvelope } from "../src/Events/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
+import { storedRendering } from "./support/AnswerDocuments.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
@@ -212,6 +213,13 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
         ["q_all_heat", "0.25,0.5", ["0.25,0.5"]],
         ["q_all_comment", "=hello, \"world\"\nsecond line", ["=hello, \"world\"\nsecond line"]]
       ])
+
+      // The writer stored the response's rendering in the same transaction, current and equal to
+      // the answers assembled from their rows.
+      const stored = yield* storedRendering(responseId)
+      expect(stored.current).toBe(1)
+      const wireAnswers = bodyOf(Schema.Struct({ answers: Schema.Array(Schema.Unknown) }), read).answers
+      expect(stored.answersJson).toBe(JSON.stringify(wireAnswers))
 
       const after = yield* counts("srv_all")
       expect(after.responses).toBe(before.responses + 1)

@@ -5,7 +5,7 @@ import { QuestionList } from "../src/Domain/Question.js"
 import { SurveyResponse } from "../src/Domain/Response.js"
 import { Survey } from "../src/Domain/Survey.js"
 import { ResponsePage } from "../src/Responses/Api.js"
-import { assemble, assembleWire, ResponseRow } from "../src/Responses/ResponseRepo.js"
+import { assemble, assembleJson, ResponseRow } from "../src/Responses/ResponseRepo.js"
 import { SurveyPage } from "../src/Surveys/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
@@ -71,7 +71,7 @@ const answerArb = (responseIds: ReadonlyArray<string>) =>
     position: fc.option(fc.integer({ min: 0, max: 50 }), { nil: null })
   })
 
-describe("assembleWire", () => {
+describe("assembleJson", () => {
   it.prop(
     "equals the schema encoding of assemble, byte for byte",
     [fc.uniqueArray(fc.stringMatching(/^rsp_[a-z0-9]{1,6}$/), { minLength: 1, maxLength: 6 }).chain((ids) =>
@@ -93,8 +93,8 @@ describe("assembleWire", () => {
         })
       )
       const viaSchema = Schema.encodeSync(Schema.Array(SurveyResponse))(assemble(rows, answers))
-      const wire = assembleWire(rows, answers.map((a) => ({ ...a, values: JSON.stringify(a.values) })))
-      expect(JSON.stringify(wire)).toBe(JSON.stringify(viaSchema))
+      const texts = assembleJson(rows, answers.map((a) => ({ ...a, values: JSON.stringify(a.values) })))
+      expect(`[${texts.join(",")}]`).toBe(JSON.stringify(viaSchema))
     }
   )
 })

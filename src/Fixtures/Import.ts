@@ -4,6 +4,7 @@ import { hashToken } from "../Auth/Token.js"
 import { storedValue } from "../Domain/AnswerValue.js"
 import type { StoredQuestionType } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
+import { refreshAnswerDocuments } from "../Responses/AnswerDocuments.js"
 import { Fixture, type FixtureInput } from "./Fixture.js"
 
 export interface ImportSummary {
@@ -167,6 +168,7 @@ export const importFixture = Effect.fn("Fixtures.import")(function*(fixture: Fix
         yield* sql`INSERT INTO answers ${sql.insert(part)}
           ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`
       }
+      yield* refreshAnswerDocuments(sql, chunk.map((r) => r.id))
     }
 
     const touched = Arr.dedupe([...fixture.surveys.map((s) => s.id), ...fixture.responses.map((r) => r.surveyId)])

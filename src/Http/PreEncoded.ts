@@ -12,3 +12,13 @@ export const preEncoded = <S extends Schema.Schema.Any>(
   _schema: S,
   body: Schema.Schema.Encoded<S>
 ): HttpServerResponse.HttpServerResponse => HttpServerResponse.unsafeJson(body)
+
+/**
+ * `preEncoded` for a body already written out as JSON text (the responses list, assembled from
+ * stored renderings). The text must be what `JSON.stringify` writes for the schema's encoding;
+ * test/WireEncoding.test.ts compares them byte for byte.
+ */
+export const preEncodedJson = <S extends Schema.Schema.Any>(
+  _schema: S,
+  json: string
+): HttpServerResponse.HttpServerResponse => HttpServerResponse.text(json, { contentType: "application/json" })

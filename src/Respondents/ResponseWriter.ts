@@ -5,6 +5,7 @@ import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import { Outbox } from "../Events/Outbox.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
+import { refreshAnswerDocuments } from "../Responses/AnswerDocuments.js"
 import { nextUpdatedAt } from "../Responses/ChangeClock.js"
 import { ResponseRepo } from "../Responses/ResponseRepo.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
@@ -127,6 +128,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
           }
           yield* sql`UPDATE responses SET completed = 1, completed_at = ${now}, updated_at = ${now} WHERE id = ${responseId}`
         }
+        yield* refreshAnswerDocuments(sql, [responseId])
         yield* sql`INSERT INTO response_changes ${
           sql.insert({ responseId, surveyId: respondent.surveyId, changedAt: now })
         }`

@@ -4,7 +4,7 @@ import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
-import { preEncoded } from "../Http/PreEncoded.js"
+import { preEncodedJson } from "../Http/PreEncoded.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { ResponsePage } from "./Api.js"
@@ -51,12 +51,11 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
           const rows = yield* responses.list({ surveyId: path.id, status, order, from, after, limit: limit + 1 })
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
-          return preEncoded(ResponsePage, {
-            data: yield* responses.withAnswersWire(path.id, page),
-            nextCursor: rows.length > limit && last !== undefined
-              ? encodeCursor({ key: last[order], id: last.id }, fingerprint)
-              : null
-          })
+          const nextCursor = rows.length > limit && last !== undefined
+            ? JSON.stringify(encodeCursor({ key: last[order], id: last.id }, fingerprint))
+            : "null"
+          const items = yield* responses.listedJson(path.id, page)
+          return preEncodedJson(ResponsePage, `{"data":[${items.join(",")}],"nextCursor":${nextCursor}}`)
         }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {

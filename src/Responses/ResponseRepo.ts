@@ -5,6 +5,8 @@ import { QuestionType, StoredQuestionType } from "../Domain/Question.js"
 import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
 import { placeholders, Reader } from "../Sql/Reader.js"
 import { nullableNum, nullableOneOf, nullableText, text } from "../Sql/Rows.js"
+import { parseStoredValues } from "./AnswerDocuments.js"
+import { answersByResponse, answersJson, liveType, type PlacedAnswer, responseJson } from "./AnswerWire.js"
 
 export class ResponseRow extends Schema.Class<ResponseRow>("ResponseRow")({
   id: Schema.String,
@@ -46,33 +48,22 @@ export interface ListResponses {
   readonly limit: number
 }
 
-type Ordered = Pick<AnswerRow, "questionId" | "type" | "position">
-
-const answerOrder = (a: Ordered, b: Ordered) => {
-  // Answers in question order; answers to deleted questions last.
-  const pa = a.type === null || a.type === "section" ? Number.POSITIVE_INFINITY : a.position ?? 0
-  const pb = b.type === null || b.type === "section" ? Number.POSITIVE_INFINITY : b.position ?? 0
-  return pa === pb ? (a.questionId < b.questionId ? -1 : a.questionId > b.questionId ? 1 : 0) : pa - pb
+/** A row of the responses list: the response and its stored rendering of `answers`, when current. */
+export interface ListedResponse {
+  readonly id: string
+  readonly surveyId: string
+  readonly externalUserId: string | null
+  readonly completedAt: string | null
+  readonly createdAt: string
+  readonly updatedAt: string
+  /** The JSON text of `answers` as stored (AnswerDocuments), or null when it must be assembled. */
+  readonly answersJson: string | null
 }
-
-/** A response's answers in question order, by response id. */
-const answersByResponse = <A extends Ordered & { readonly responseId: string }>(answers: ReadonlyArray<A>) => {
-  const byResponse = new Map<string, Array<A>>()
-  for (const answer of answers) {
-    const list = byResponse.get(answer.responseId)
-    if (list === undefined) byResponse.set(answer.responseId, [answer])
-    else list.push(answer)
-  }
-  for (const list of byResponse.values()) list.sort(answerOrder)
-  return byResponse
-}
-
-const liveType = (type: AnswerRow["type"]): QuestionType | null => type === null || type === "section" ? null : type
 
 /** One response in wire form, its answers already in order; `valuesOf` reads an answer's values. */
-const responseWire = <A extends Ordered>(
+const responseWire = <A extends PlacedAnswer & { readonly type: QuestionType | "section" | null }>(
   row: ResponseRow,
-  answers: ReadonlyArray<A & { readonly value: string }>,
+  answers: ReadonlyArray<A>,
   valuesOf: (answer: A) => ReadonlyArray<string>
 ): typeof SurveyResponse.Encoded => ({
   id: row.id,
@@ -89,7 +80,7 @@ const responseWire = <A extends Ordered>(
 })
 
 /** Assembles API responses from rows and their answers, answers in question order. */
-export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArray<AnswerRow>) => {
+export const assemble = (rows: ReadonlyArray<Pick<ResponseRow, keyof ResponseRow>>, answers: ReadonlyArray<AnswerRow>) => {
   const byResponse = answersByResponse(answers)
   return rows.map((row) => {
     const wire = responseWire(row, byResponse.get(row.id) ?? [], (a) => a.values)
@@ -107,32 +98,33 @@ export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArra
 const AnswerWireRow = Schema.Struct({ ...AnswerRow.fields, values: Schema.String })
 type AnswerWireRow = typeof AnswerWireRow.Type
 
-const isValues = Schema.is(Schema.Array(Schema.String))
-
-const storedValues = (row: AnswerWireRow): ReadonlyArray<string> => {
-  const parsed: unknown = JSON.parse(row.values)
-  if (!isValues(parsed)) throw new Error(`answer ${row.responseId}/${row.questionId}: stored values are not a list`)
-  return parsed
-}
-
-/** The wire form of `assemble`, for answers that skip re-encoding (see Http/PreEncoded). */
-export const assembleWire = (
-  rows: ReadonlyArray<ResponseRow>,
+/**
+ * The JSON text of each response, in the order of `rows`, assembled from answer rows: what the
+ * schema's encoding of `assemble` writes, byte for byte (test/WireEncoding.test.ts). A stored
+ * rendering is the same text (AnswerDocuments).
+ */
+export const assembleJson = (
+  rows: ReadonlyArray<Omit<ListedResponse, "answersJson">>,
   answers: ReadonlyArray<AnswerWireRow>
-): Array<typeof SurveyResponse.Encoded> => {
+): Array<string> => {
   const byResponse = answersByResponse(answers)
-  return rows.map((row) => responseWire(row, byResponse.get(row.id) ?? [], storedValues))
+  return rows.map((row) =>
+    responseJson(
+      row,
+      answersJson(byResponse.get(row.id) ?? [], (a) => parseStoredValues(`${a.responseId}/${a.questionId}`, a.values))
+    )
+  )
 }
 
-const responseRowOf = (row: ReadonlyArray<unknown>): ResponseRow =>
-  new ResponseRow({
-    id: text(row, 0, "id"),
-    surveyId: text(row, 1, "survey_id"),
-    externalUserId: nullableText(row, 2, "external_user_id"),
-    completedAt: nullableText(row, 3, "completed_at"),
-    createdAt: text(row, 4, "created_at"),
-    updatedAt: text(row, 5, "updated_at")
-  }, { disableValidation: true })
+const listedOf = (row: ReadonlyArray<unknown>): ListedResponse => ({
+  id: text(row, 0, "id"),
+  surveyId: text(row, 1, "survey_id"),
+  externalUserId: nullableText(row, 2, "external_user_id"),
+  completedAt: nullableText(row, 3, "completed_at"),
+  createdAt: text(row, 4, "created_at"),
+  updatedAt: text(row, 5, "updated_at"),
+  answersJson: nullableText(row, 6, "answers_json")
+})
 
 const answerWireRowOf = (row: ReadonlyArray<unknown>): AnswerWireRow => ({
   responseId: text(row, 0, "response_id"),
@@ -143,36 +135,43 @@ const answerWireRowOf = (row: ReadonlyArray<unknown>): AnswerWireRow => ({
   position: nullableNum(row, 5, "position")
 })
 
+/**
+ * A page is one statement: the response rows in keyset order (the primary key's order, or the
+ * status index's), each with its stored rendering of `answers` when that rendering is current
+ * (tagged with the survey's answer_layout). test/QueryPlans.test.ts checks its plan.
+ */
+export const pageStatement = (r: ListResponses): { readonly text: string; readonly params: ReadonlyArray<unknown> } => {
+  const params: Array<unknown> = [r.surveyId, r.surveyId]
+  let text = `SELECT ${columns},
+      CASE WHEN answers_layout = (SELECT answer_layout FROM surveys WHERE id = ?) THEN answers_json END
+    FROM responses WHERE survey_id = ?`
+  if (r.status !== "all") {
+    text += " AND completed = ?"
+    params.push(r.status === "completed" ? 1 : 0)
+  }
+  // A cursor's position already lies at or after the lower bound (the cursor is bound to the
+  // filter), and one range keeps the seek on the cursor: page N costs page 1.
+  const key = orderColumn[r.order]
+  if (Option.isSome(r.after)) {
+    text += ` AND (${key}, id) > (?, ?)`
+    params.push(r.after.value.key, r.after.value.id)
+  } else if (r.from !== undefined) {
+    text += ` AND ${key} >= ?`
+    params.push(r.from)
+  }
+  params.push(r.limit)
+  return { text: `${text} ORDER BY ${key}, id LIMIT ?`, params }
+}
+
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const reader = yield* Reader
 
-    // The list's rows are value rows on the reader's connection, read with typed column reads: a
-    // Schema decode of every response and answer row cost more than the queries (docs/performance.md).
     const page = (r: ListResponses) => {
-      const params: Array<unknown> = [r.surveyId]
-      let text = `SELECT ${columns} FROM responses WHERE survey_id = ?`
-      if (r.status !== "all") {
-        text += " AND completed = ?"
-        params.push(r.status === "completed" ? 1 : 0)
-      }
-      // A cursor's position already lies at or after the lower bound (the cursor is bound to the
-      // filter), and one range keeps the index seek on the cursor: page N costs page 1.
-      const key = orderColumn[r.order]
-      if (Option.isSome(r.after)) {
-        text += ` AND (${key}, id) > (?, ?)`
-        params.push(r.after.value.key, r.after.value.id)
-      } else if (r.from !== undefined) {
-        text += ` AND ${key} >= ?`
-        params.push(r.from)
-      }
-      params.push(r.limit)
-      return Effect.map(
-        reader.values(`${text} ORDER BY ${key}, id LIMIT ?`, params),
-        (rows) => rows.map(responseRowOf)
-      )
+      const statement = pageStatement(r)
+      return Effect.map(reader.values(statement.text, statement.params), (rows) => rows.map(listedOf))
     }
 
     const findOne = SqlSchema.findOne({
@@ -197,30 +196,38 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         ? Effect.succeed([])
         : Effect.map(answersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assemble(rows, answers))
 
-    const wireAnswersOf = (r: { readonly surveyId: string; readonly ids: ReadonlyArray<string> }) =>
+    const wireAnswersOf = (surveyId: string, ids: ReadonlyArray<string>) =>
       Effect.map(
         reader.values(
           `SELECT a.response_id, a.question_id, a.value, a."values",
                   CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
            FROM answers a
            LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ?
-           WHERE a.response_id IN ${placeholders(r.ids.length)}`,
-          [r.surveyId, ...r.ids]
+           WHERE a.response_id IN ${placeholders(ids.length)}`,
+          [surveyId, ...ids]
         ),
         (rows) => rows.map(answerWireRowOf)
       )
 
+    /** The JSON text of each listed response: its stored rendering, or assembled from its answer rows. */
+    const listedJson = (surveyId: string, rows: ReadonlyArray<ListedResponse>) => {
+      const missing = rows.filter((r) => r.answersJson === null)
+      const stored = (row: ListedResponse) => responseJson(row, row.answersJson ?? "[]")
+      if (missing.length === 0) return Effect.succeed(rows.map(stored))
+      return Effect.map(wireAnswersOf(surveyId, missing.map((r) => r.id)), (answers) => {
+        const assembled = new Map<string, string>()
+        const texts = assembleJson(missing, answers)
+        missing.forEach((row, i) => assembled.set(row.id, texts[i] ?? ""))
+        return rows.map((row) => row.answersJson === null ? assembled.get(row.id) ?? "" : stored(row))
+      })
+    }
+
     return {
       /** One page in the requested order, with one extra row to tell whether more follow. */
       list: (req: ListResponses) => page(req).pipe(Effect.orDie),
-      withAnswers: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
-        withAnswers(surveyId, rows).pipe(Effect.orDie),
-      /** `withAnswers` in wire form, for answers that skip re-encoding. */
-      withAnswersWire: (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
-        (rows.length === 0
-          ? Effect.succeed([])
-          : Effect.map(wireAnswersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assembleWire(rows, answers)))
-          .pipe(Effect.orDie),
+      /** The JSON text of each listed response, for a body that skips re-encoding (see Http/PreEncoded). */
+      listedJson: (surveyId: string, rows: ReadonlyArray<ListedResponse>) =>
+        listedJson(surveyId, rows).pipe(Effect.orDie),
       findById: (surveyId: string, id: string) =>
         findOne({ surveyId, id }).pipe(
           Effect.flatMap(Option.match({

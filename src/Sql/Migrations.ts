@@ -7,6 +7,7 @@ import Webhooks from "./migrations/0004_webhooks.js"
 import Analytics from "./migrations/0005_analytics.js"
 import Quota from "./migrations/0006_quota.js"
 import AccessGeneration from "./migrations/0007_access_generation.js"
+import ResponseDocuments from "./migrations/0009_response_documents.js"
 import WebhookOperations from "./migrations/0010_webhook_operations.js"
 import SyncAndErasure from "./migrations/0011_sync_and_erasure.js"
 
@@ -22,6 +23,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0005_analytics": Analytics,
   "0006_quota": Quota,
   "0007_access_generation": AccessGeneration,
+  "0009_response_documents": ResponseDocuments,
   "0010_webhook_operations": WebhookOperations,
   "0011_sync_and_erasure": SyncAndErasure
 }

@@ -1,0 +1,89 @@
+import type { SqlClient } from "@effect/sql"
+import { Array as Arr, Effect, Schema } from "effect"
+import { text } from "../Sql/Rows.js"
+import { answersByResponse, answersJson } from "./AnswerWire.js"
+
+/**
+ * Each response row carries its answers rendered in wire form (`responses.answers_json`, the JSON
+ * text of the API's `answers` array), so that a page of responses is one range read of the
+ * responses table, clustered by `(survey_id, created_at, id)`, with no answer rows to gather.
+ *
+ * The rendering depends on the survey's questions as they are at write time (order, types,
+ * deletions), so it is tagged with the survey's `answer_layout`, a counter that triggers on
+ * `questions` move on every change that affects it (migration 0009). A rendering is used only
+ * while its tag equals the survey's counter; otherwise the read path assembles the answers
+ * from the `answers` rows, as it always could. Triggers on `answers` clear the rendering of a
+ * response whenever any of its answers changes, whoever writes (the service, the CLI, `sqlite3` by
+ * hand), so a stale rendering is never served; the writers then render again in the same
+ * transaction with `refreshAnswerDocuments`.
+ *
+ * The `answers` table stays the record of what was answered (analytics, the CSV export and
+ * `GET /responses/{id}` read it); `answers_json` is a copy of the same answer text in the
+ * response's own row, gone when the row is deleted.
+ */
+
+const isValues = Schema.is(Schema.Array(Schema.String))
+
+/** An answer's stored `values` JSON, checked to be a list of strings. */
+export const parseStoredValues = (where: string, json: string): ReadonlyArray<string> => {
+  const parsed: unknown = JSON.parse(json)
+  if (!isValues(parsed)) throw new Error(`answer ${where}: stored values are not a list`)
+  return parsed
+}
+
+const batch = 400
+
+/**
+ * Renders `answers_json` again for these responses from their answer rows and their surveys'
+ * current questions, tagged with each survey's `answer_layout`. Run it inside the transaction
+ * that wrote the answers: the rendering and the rows it reads then commit together.
+ */
+export const refreshAnswerDocuments = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    for (const part of Arr.chunksOf(Arr.dedupe(ids), batch)) {
+      const rows = yield* sql`SELECT r.id, a.question_id, a.value, a."values",
+          CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
+        FROM responses r
+        LEFT JOIN answers a ON a.response_id = r.id
+        LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = r.survey_id
+        WHERE r.id IN ${sql.in(part)}`.values
+      const found = new Set<string>()
+      const answers: Array<{
+        responseId: string
+        questionId: string
+        value: string
+        values: string
+        type: string | null
+        position: number | null
+      }> = []
+      for (const row of rows) {
+        const responseId = text(row, 0, "id")
+        found.add(responseId)
+        if (row[1] === null) continue
+        const type = row[4]
+        const position = row[5]
+        answers.push({
+          responseId,
+          questionId: text(row, 1, "question_id"),
+          value: text(row, 2, "value"),
+          values: text(row, 3, "values"),
+          type: typeof type === "string" ? type : null,
+          position: typeof position === "number" ? position : null
+        })
+      }
+      if (found.size === 0) continue
+      const byResponse = answersByResponse(answers)
+      const params: Array<string> = []
+      for (const id of found) {
+        params.push(id, answersJson(byResponse.get(id) ?? [], (a) => parseStoredValues(`${id}/${a.questionId}`, a.values)))
+      }
+      const tuples = Array.from({ length: found.size }, () => "(?, ?)").join(", ")
+      yield* sql.unsafe(
+        `WITH rendered (id, answers_json) AS (VALUES ${tuples})
+         UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout
+         FROM rendered, surveys s
+         WHERE responses.id = rendered.id AND s.id = responses.survey_id`,
+        params
+      )
+    }
+  })

@@ -1,0 +1,112 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { refreshAnswerDocuments } from "../../Responses/AnswerDocuments.js"
+
+/**
+ * The read path's layout (docs/performance.md): responses clustered by
+ * `(survey_id, created_at, id)` (`WITHOUT ROWID`), the keyset order of the responses list, and each
+ * response row carrying its answers rendered in wire form (`answers_json`, tagged with the
+ * survey's `answer_layout`; src/Responses/AnswerDocuments.ts). A page of responses is then one
+ * range read of one table.
+ *
+ * `responses` is rebuilt: SQLite cannot change a table's primary key in place. Its children
+ * (`answers`, `respondent_responses`) are rebuilt with it, because dropping a parent table
+ * deletes its children's rows through `ON DELETE CASCADE` when foreign keys are on, and that
+ * pragma cannot be changed inside the migration's transaction. The new tables reference the new
+ * parent, and renaming the parent renames those references.
+ */
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  // Any other table referencing responses would lose its rows with the old table: refuse.
+  const children = yield* sql<{ readonly name: string }>`
+    SELECT DISTINCT m.name FROM sqlite_schema m, pragma_foreign_key_list(m.name) f
+    WHERE m.type = 'table' AND f."table" = 'responses'`
+  const unexpected = children.map((c) => c.name).filter((n) => n !== "answers" && n !== "respondent_responses")
+  if (unexpected.length > 0) {
+    return yield* Effect.die(new Error(`0009: tables ${unexpected.join(", ")} reference responses; extend this migration`))
+  }
+
+  yield* sql`ALTER TABLE surveys ADD COLUMN answer_layout INTEGER NOT NULL DEFAULT 0`
+
+  yield* sql`CREATE TABLE responses_next (
+    survey_id TEXT NOT NULL REFERENCES surveys (id),
+    created_at TEXT NOT NULL,
+    id TEXT NOT NULL,
+    external_user_id TEXT,
+    completed INTEGER NOT NULL DEFAULT 0,
+    completed_at TEXT,
+    updated_at TEXT NOT NULL,
+    answers_json TEXT,
+    answers_layout INTEGER,
+    PRIMARY KEY (survey_id, created_at, id)
+  ) WITHOUT ROWID`
+  yield* sql`INSERT INTO responses_next (survey_id, created_at, id, external_user_id, completed, completed_at, updated_at)
+    SELECT survey_id, created_at, id, external_user_id, completed, completed_at, updated_at FROM responses`
+  // The parent key of answers and respondent_responses, and GET /responses/{id}.
+  yield* sql`CREATE UNIQUE INDEX responses_by_id ON responses_next (id)`
+
+  yield* sql`CREATE TABLE answers_next (
+    response_id TEXT NOT NULL REFERENCES responses_next (id) ON DELETE CASCADE,
+    question_id TEXT NOT NULL,
+    value TEXT NOT NULL,
+    "values" TEXT NOT NULL,
+    PRIMARY KEY (response_id, question_id)
+  ) WITHOUT ROWID`
+  yield* sql`INSERT INTO answers_next (response_id, question_id, value, "values")
+    SELECT response_id, question_id, value, "values" FROM answers`
+  yield* sql`CREATE TABLE respondent_responses_next (
+    response_id TEXT PRIMARY KEY REFERENCES responses_next (id) ON DELETE CASCADE,
+    token_hash TEXT NOT NULL
+  ) WITHOUT ROWID`
+  yield* sql`INSERT INTO respondent_responses_next (response_id, token_hash)
+    SELECT response_id, token_hash FROM respondent_responses`
+
+  yield* sql`DROP TABLE answers`
+  yield* sql`DROP TABLE respondent_responses`
+  yield* sql`DROP TABLE responses`
+  yield* sql`ALTER TABLE responses_next RENAME TO responses`
+  yield* sql`ALTER TABLE answers_next RENAME TO answers`
+  yield* sql`ALTER TABLE respondent_responses_next RENAME TO respondent_responses`
+  // The status filter's keyset order (the primary key's columns follow in every index entry).
+  yield* sql`CREATE INDEX responses_by_status ON responses (survey_id, completed, created_at, id)`
+  yield* sql`CREATE INDEX respondent_responses_by_token ON respondent_responses (token_hash)`
+
+  // A rendering is cleared whenever any answer of its response changes.
+  yield* sql`CREATE TRIGGER answers_changed_insert AFTER INSERT ON answers BEGIN
+    UPDATE responses SET answers_json = NULL, answers_layout = NULL
+    WHERE id = NEW.response_id AND answers_layout IS NOT NULL; END`
+  yield* sql`CREATE TRIGGER answers_changed_update AFTER UPDATE ON answers BEGIN
+    UPDATE responses SET answers_json = NULL, answers_layout = NULL
+    WHERE id IN (OLD.response_id, NEW.response_id) AND answers_layout IS NOT NULL; END`
+  yield* sql`CREATE TRIGGER answers_changed_delete AFTER DELETE ON answers BEGIN
+    UPDATE responses SET answers_json = NULL, answers_layout = NULL
+    WHERE id = OLD.response_id AND answers_layout IS NOT NULL; END`
+
+  // Every question change that can change a rendering moves the survey's answer_layout: a new
+  // question (an answer to its id becomes live), a removed one, or a change of survey, type,
+  // position or deletion. Label, options and settings do not show in answers.
+  yield* sql`CREATE TRIGGER questions_layout_insert AFTER INSERT ON questions BEGIN
+    UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id = NEW.survey_id; END`
+  yield* sql`CREATE TRIGGER questions_layout_delete AFTER DELETE ON questions BEGIN
+    UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id = OLD.survey_id; END`
+  yield* sql`CREATE TRIGGER questions_layout_update AFTER UPDATE OF survey_id, type, position, deleted ON questions
+    WHEN OLD.survey_id IS NOT NEW.survey_id OR OLD.type IS NOT NEW.type
+      OR OLD.position IS NOT NEW.position OR OLD.deleted IS NOT NEW.deleted
+    BEGIN
+      UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id IN (OLD.survey_id, NEW.survey_id);
+    END`
+
+  const failures = yield* sql`PRAGMA foreign_key_check`
+  if (failures.length > 0) return yield* Effect.die(new Error("0009: foreign keys broken by the rebuild"))
+
+  // Render the stored responses, in batches by id.
+  let after = ""
+  while (true) {
+    const ids = yield* sql<{ readonly id: string }>`SELECT id FROM responses WHERE id > ${after} ORDER BY id LIMIT 2000`
+    const last = ids[ids.length - 1]
+    if (last === undefined) break
+    yield* refreshAnswerDocuments(sql, ids.map((r) => r.id))
+    after = last.id
+  }
+})
