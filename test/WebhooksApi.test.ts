@@ -227,6 +227,21 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         }
       }))
 
+    it.effect("POST /surveys/{id}/webhook/test: 400 without a webhook, 403 for viewers and other surveys' keys, 404", () =>
+      Effect.gen(function*() {
+        const test = (id: string, token: string) => call("POST", `/api/v1/surveys/${id}/webhook/test`, { token })
+        const none = yield* test("srv_draft", TOKENS.editor)
+        expect(none.status).toBe(400)
+        expect(bodyOf(ErrorCode, none).code).toBe("invalid_request")
+        expect((yield* test("srv_main", TOKENS.viewer)).status).toBe(403)
+        expect((yield* test("srv_draft", TOKENS.limited)).status).toBe(403)
+        for (const id of ["srv_other", "srv_trashed", "srv_nope"]) {
+          const res = yield* test(id, TOKENS.editor)
+          expect(res.status, id).toBe(404)
+          expect(bodyOf(ErrorCode, res).code).toBe("not_found")
+        }
+      }))
+
     it.effect("POST /webhooks/test without a workspace webhook answers 400", () =>
       Effect.gen(function*() {
         const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.other })
@@ -269,6 +284,29 @@ layer(TestServer(baseFixture), { excludeTestServices: true })("POST /webhooks/te
       })
       expect(log.data[0]?.id).toMatch(/^dlv_/)
       expect(JSON.stringify(log)).not.toContain("\"data\":{}")
+    }).pipe(Effect.scoped))
+
+  it.effect("POST /surveys/{id}/webhook/test sends webhook.test with the survey as formId to the survey webhook", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const registered = yield* put("/api/v1/surveys/srv_closed/webhook", TOKENS.editor, {
+        targetUrl: target.url,
+        events: ["response.deleted"]
+      })
+      const secret = bodyOf(WebhookRegistered, registered).signingSecret
+      const res = yield* call("POST", "/api/v1/surveys/srv_closed/webhook/test", { token: TOKENS.editor })
+      expect(res.status).toBe(200)
+      expect(res.body).toEqual({ delivered: true })
+      const [delivery] = yield* target.received
+      if (delivery === undefined) return yield* Effect.dieMessage("nothing received")
+      const verified = decodeAs(EventEnvelope, new Webhook(secret).verify(delivery.body, delivery.headers))
+      expect(verified).toMatchObject({ type: "webhook.test", formId: "srv_closed", data: {} })
+      const log = bodyOf(DeliveryLog, yield* get("/api/v1/surveys/srv_closed/webhook/deliveries", TOKENS.editor))
+      expect(log.data).toHaveLength(1)
+      expect(log.data[0]).toMatchObject({ eventId: verified.id, eventType: "webhook.test", surveyId: "srv_closed", ok: true })
+      // Not in the workspace webhook's log.
+      const workspaceLog = bodyOf(DeliveryLog, yield* get("/api/v1/webhooks/deliveries", TOKENS.editor))
+      expect(workspaceLog.data.map((a) => a.eventId)).not.toContain(verified.id)
     }).pipe(Effect.scoped))
 
   it.effect("answers delivered false, and logs the status, when the endpoint refuses", () =>

@@ -64,6 +64,12 @@ export const DeliveryLog = Schema.Struct({ data: Schema.Array(DeliveryAttempt) }
   identifier: "DeliveryLog"
 })
 
+export const WebhookTestResult = Schema.Struct({
+  delivered: Schema.Boolean.annotations({
+    description: "True when the endpoint answered 2xx; false on any other status, a refused connection or the 15 s timeout."
+  })
+}).annotations({ identifier: "WebhookTestResult" })
+
 const LogParams = Schema.Struct({ limit: Schema.optional(Limit) })
 
 export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
@@ -82,6 +88,18 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       .addError(ForbiddenWire)
       .addError(NotFoundWire)
       .annotate(OpenApi.Summary, "Register or replace the survey's webhook; rotates the signing secret")
+  )
+  .add(
+    HttpApiEndpoint.post("test")`/surveys/${SurveyId}/webhook/test`
+      .addSuccess(WebhookTestResult)
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Send one signed webhook.test event to the survey's webhook")
+      .annotate(
+        OpenApi.Description,
+        "One attempt, no retries, logged; `formId` is the survey id. Answers within the 15 s attempt timeout. 400 when the survey has no enabled webhook."
+      )
   )
   .add(
     HttpApiEndpoint.get("deliveries")`/surveys/${SurveyId}/webhook/deliveries`
@@ -121,7 +139,7 @@ export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
   )
   .add(
     HttpApiEndpoint.post("test", "/webhooks/test")
-      .addSuccess(Schema.Struct({ delivered: Schema.Boolean }).annotations({ identifier: "WebhookTestResult" }))
+      .addSuccess(WebhookTestResult)
       .addError(InvalidRequestWire)
       .addError(ForbiddenWire)
       .annotate(OpenApi.Summary, "Send one signed webhook.test event to the workspace webhook")

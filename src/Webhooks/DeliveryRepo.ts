@@ -21,6 +21,7 @@ export type ClaimedRow = typeof ClaimedRow.Type
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
   readonly deliveryId: number
+  readonly webhookId: string
   readonly attempt: NewAttempt
   readonly next: { readonly state: "pending" | "delivered" | "given_up"; readonly nextAttemptAt: number }
 }
@@ -97,6 +98,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
             WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
             ORDER BY next_attempt_at, id LIMIT ${perWebhook}
           )
+          WHERE w.disabled_reason IS NULL
           ORDER BY d.next_attempt_at, d.id`
         const taken = new Map<string, number>()
         const list: Array<number> = []
@@ -120,9 +122,13 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      */
     const settle = Effect.fn("DeliveryRepo.settle")(
       function*(settled: ReadonlyArray<Settled>) {
-        for (const { attempt, deliveryId, next } of settled) {
-          yield* webhooks.recordAttempt(attempt)
-          yield* sql`UPDATE deliveries SET attempts = attempts + 1, state = ${next.state},
+        for (const { attempt, deliveryId, next, webhookId } of settled) {
+          yield* webhooks.recordOutcome(webhookId, attempt)
+          // A delivery whose webhook was switched off meanwhile is not retried.
+          yield* sql`UPDATE deliveries SET attempts = attempts + 1,
+                       state = CASE WHEN ${next.state} = 'pending' AND EXISTS (
+                         SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.disabled_reason IS NOT NULL
+                       ) THEN 'given_up' ELSE ${next.state} END,
                        next_attempt_at = ${next.nextAttemptAt}, lease_until = 0
                      WHERE id = ${deliveryId}`
         }

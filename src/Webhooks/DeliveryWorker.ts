@@ -4,7 +4,7 @@ import type { AppConfig } from "../Config.js"
 import { attemptOnce } from "./Attempt.js"
 import { type ClaimedRow, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { DeliverySettings } from "./DeliverySettings.js"
-import { delayAfter } from "./RetrySchedule.js"
+import { nextAttemptAt } from "./RetrySchedule.js"
 import type { AttemptOutcome } from "./Sender.js"
 import type { Signer } from "./Signer.js"
 import { Slots } from "./Slots.js"
@@ -24,15 +24,18 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
     body: row.payload
   })
   const finishedAt = yield* Clock.currentTimeMillis
-  const attemptsMade = row.attempts + 1
   const next = outcome.ok
     ? { state: "delivered" as const, nextAttemptAt: finishedAt }
-    : Option.match(yield* delayAfter(attemptsMade, finishedAt), {
-      onNone: () => ({ state: "given_up" as const, nextAttemptAt: finishedAt }),
-      onSome: (delay) => ({ state: "pending" as const, nextAttemptAt: finishedAt + Duration.toMillis(delay) })
-    })
+    : Option.match(
+      yield* nextAttemptAt({ attemptsMade: row.attempts + 1, finishedAt, retryAfter: outcome.retryAfter }),
+      {
+        onNone: () => ({ state: "given_up" as const, nextAttemptAt: finishedAt }),
+        onSome: (at) => ({ state: "pending" as const, nextAttemptAt: at })
+      }
+    )
   return Option.some<Settled>({
     deliveryId: row.id,
+    webhookId: row.webhookId,
     next,
     attempt: {
       deliveryId: row.id,

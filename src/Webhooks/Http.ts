@@ -79,6 +79,61 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         })
       }))
 
+  /** The scope's webhook when it is configured and enabled; else 400, as the operations on it need. */
+  const enabledWebhook = (workspaceId: string, surveyId: string | null) =>
+    Effect.gen(function*() {
+      const found = yield* repo.find(workspaceId, surveyId)
+      const put = surveyId === null ? "PUT /webhooks" : `PUT /surveys/${surveyId}/webhook`
+      const scope = surveyId === null ? "No workspace webhook" : "This survey has no webhook that"
+      if (Option.isNone(found)) {
+        return yield* new InvalidRequest({ message: `${scope} is configured; ${put} first.` })
+      }
+      if (found.value.disabledReason !== null) {
+        return yield* new InvalidRequest({
+          message: `The webhook was disabled (${found.value.disabledReason}); ${put} enables it again.`
+        })
+      }
+      return found.value
+    })
+
+  /** One signed `webhook.test` attempt (api-v1 §4.7, v1-extensions §X1.6), logged; never filtered. */
+  const sendTest = (workspaceId: string, surveyId: string | null) =>
+    Effect.gen(function*() {
+      const webhook = yield* enabledWebhook(workspaceId, surveyId)
+      const now = yield* Clock.currentTimeMillis
+      const event: EventEnvelope = {
+        id: makeId("evt"),
+        type: "webhook.test",
+        timestamp: toIso(now),
+        formId: surveyId,
+        data: {}
+      }
+      const outcome = yield* services(attemptOnce({
+        targetUrl: webhook.targetUrl,
+        secret: webhook.secret,
+        eventId: event.id,
+        body: JSON.stringify(event)
+      }))
+      if (!outcome.ok) {
+        yield* Effect.logWarning("webhook test event not delivered").pipe(
+          Effect.annotateLogs({ webhookId: webhook.id, error: outcome.error ?? "" })
+        )
+      }
+      yield* repo.logOutcome(webhook.id, {
+        deliveryId: null,
+        scope: surveyId === null ? "workspace" : "survey",
+        workspaceId,
+        surveyId,
+        eventId: event.id,
+        eventType: event.type,
+        ok: outcome.ok,
+        responseStatus: outcome.responseStatus,
+        error: outcome.error,
+        attemptedAt: now
+      })
+      return { delivered: outcome.ok }
+    })
+
   const log = (workspaceId: string, surveyId: string | null, limit: number | undefined) =>
     Effect.map(repo.attempts({ workspaceId, surveyId }, limit ?? 25), (rows) => ({ data: rows.map(toAttempt) }))
 
@@ -95,6 +150,11 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
           }))
         .handle("deliveries", ({ path, urlParams }) =>
           Effect.flatMap(access.require(path.id), (survey) => log(survey.workspaceId, survey.id, urlParams.limit)))
+        .handle("test", ({ path }) =>
+          Effect.gen(function*() {
+            const survey = yield* access.require(path.id)
+            return yield* sendTest(survey.workspaceId, survey.id)
+          }))
     }))
 
   const WorkspaceWebhooksLive = HttpApiBuilder.group(Api, "workspaceWebhooks", (handlers) =>
@@ -114,37 +174,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         .handle("test", () =>
           Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
-            const webhook = yield* repo.find(key.workspaceId, null)
-            if (Option.isNone(webhook)) {
-              return yield* new InvalidRequest({ message: "No workspace webhook is configured; PUT /webhooks first." })
-            }
-            const now = yield* Clock.currentTimeMillis
-            const event: EventEnvelope = {
-              id: makeId("evt"),
-              type: "webhook.test",
-              timestamp: toIso(now),
-              formId: null,
-              data: {}
-            }
-            const outcome = yield* services(attemptOnce({
-              targetUrl: webhook.value.targetUrl,
-              secret: webhook.value.secret,
-              eventId: event.id,
-              body: JSON.stringify(event)
-            }))
-            yield* repo.recordAttempt({
-              deliveryId: null,
-              scope: "workspace",
-              workspaceId: key.workspaceId,
-              surveyId: null,
-              eventId: event.id,
-              eventType: event.type,
-              ok: outcome.ok,
-              responseStatus: outcome.responseStatus,
-              error: outcome.error,
-              attemptedAt: now
-            }).pipe(Effect.orDie)
-            return { delivered: outcome.ok }
+            return yield* sendTest(key.workspaceId, null)
           }))
         .handle("deliveries", ({ urlParams }) =>
           Effect.flatMap(requireWorkspaceKey, (key) => log(key.workspaceId, null, urlParams.limit)))

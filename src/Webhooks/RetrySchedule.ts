@@ -36,3 +36,42 @@ export const delayAfter = (attemptsMade: number, now: number): Effect.Effect<Opt
     }
     return Option.none()
   })
+
+/** The longest wait a receiver's `Retry-After` can impose (v1-extensions §X1.5). */
+export const maxRetryAfter = Duration.hours(10)
+
+const httpDate = /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/
+
+/**
+ * The wait a `Retry-After` header asks for, at `now`: delay-seconds or an HTTP date (RFC 9110
+ * §10.2.3), capped at `maxRetryAfter`; none when the header is absent or malformed.
+ */
+export const retryAfterDelay = (header: string | null, now: number): Option.Option<Duration.Duration> => {
+  if (header === null) return Option.none()
+  const value = header.trim()
+  const millis = /^\d{1,12}$/.test(value)
+    ? Number(value) * 1000
+    : httpDate.test(value)
+    ? Date.parse(value) - now
+    : Number.NaN
+  if (!Number.isFinite(millis)) return Option.none()
+  return Option.some(Duration.min(Duration.millis(Math.max(0, millis)), maxRetryAfter))
+}
+
+/**
+ * When a failed delivery is attempted next, or none when it is given up: the schedule's next
+ * step, unless the receiver asked for a longer wait with `Retry-After`.
+ */
+export const nextAttemptAt = (input: {
+  readonly attemptsMade: number
+  readonly finishedAt: number
+  readonly retryAfter: string | null
+}): Effect.Effect<Option.Option<number>> =>
+  Effect.map(delayAfter(input.attemptsMade, input.finishedAt), (scheduled) =>
+    Option.map(scheduled, (delay) => {
+      const asked = retryAfterDelay(input.retryAfter, input.finishedAt)
+      return input.finishedAt + Duration.toMillis(Option.match(asked, {
+        onNone: () => delay,
+        onSome: (wait) => Duration.max(delay, wait)
+      }))
+    }))

@@ -8,6 +8,8 @@ export interface AttemptOutcome {
   readonly responseStatus: number | null
   /** One line, at most 200 characters; null on success. */
   readonly error: string | null
+  /** The `Retry-After` header of a 429 or 503 answer, as sent; null otherwise (v1-extensions §X1.5). */
+  readonly retryAfter: string | null
 }
 
 export interface SendInput {
@@ -24,10 +26,11 @@ export const oneLine = (text: string): string => {
   return line.length > 200 ? `${line.slice(0, 199)}…` : line
 }
 
-const failed = (error: string, responseStatus: number | null = null): AttemptOutcome => ({
+const failed = (error: string, responseStatus: number | null = null, retryAfter: string | null = null): AttemptOutcome => ({
   ok: false,
   responseStatus,
-  error: oneLine(error)
+  error: oneLine(error),
+  retryAfter
 })
 
 const maxBodyBytes = 16 * 1024
@@ -86,7 +89,7 @@ export const send = (input: SendInput): Effect.Effect<AttemptOutcome> =>
             : {})
         })
         await drain(response)
-        return response.status
+        return { status: response.status, retryAfter: response.headers.get("retry-after") }
       },
       catch: describe
     }).pipe(
@@ -98,8 +101,8 @@ export const send = (input: SendInput): Effect.Effect<AttemptOutcome> =>
     )
     const result = yield* exchange
     if (Either.isLeft(result)) return failed(result.left)
-    const status = result.right
-    if (status >= 200 && status < 300) return { ok: true, responseStatus: status, error: null }
+    const { retryAfter, status } = result.right
+    if (status >= 200 && status < 300) return { ok: true, responseStatus: status, error: null, retryAfter: null }
     if (status >= 300 && status < 400) return failed(`redirect (HTTP ${status}) not followed`)
-    return failed(`HTTP ${status}`, status)
+    return failed(`HTTP ${status}`, status, status === 429 || status === 503 ? retryAfter : null)
   }).pipe(Effect.withSpan("Webhooks.send"))

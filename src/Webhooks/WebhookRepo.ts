@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { DisabledReason } from "../Domain/Webhook.js"
@@ -22,6 +22,9 @@ export interface Webhook extends WebhookRow {
 }
 
 const catalogue = SubscribableEventType.literals
+
+/** How long a webhook may fail without a single success before it is switched off (v1-extensions §X1.4). */
+export const failingFor = Duration.days(5)
 const EventTypeRow = Schema.Struct({ eventType: SubscribableEventType })
 
 export const AttemptRow = Schema.Struct({
@@ -143,6 +146,50 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         })
       }`
 
+    /**
+     * Moves a webhook's record of failures on after one of its attempts (v1-extensions §X1.4):
+     * a success clears it; a 410 switches the webhook off at once, and so does a failure when
+     * every attempt has failed for more than 5 days. Switched off, its pending deliveries end
+     * without being attempted. Answers the reason when this attempt switched it off.
+     */
+    const recordHealth = Effect.fn("WebhookRepo.recordHealth")(function*(input: {
+      readonly webhookId: string
+      readonly ok: boolean
+      readonly responseStatus: number | null
+      readonly attemptedAt: number
+    }) {
+      if (input.ok) {
+        yield* sql`UPDATE webhooks SET failing_since = NULL WHERE id = ${input.webhookId} AND failing_since IS NOT NULL`
+        return Option.none<DisabledReason>()
+      }
+      const gone = input.responseStatus === 410 ? 1 : 0
+      const failingBefore = input.attemptedAt - Duration.toMillis(failingFor)
+      const rows = yield* sql<{ readonly disabledReason: string | null }>`
+        UPDATE webhooks SET
+          disabled_reason = CASE WHEN ${gone} = 1 THEN 'gone'
+                                 WHEN failing_since < ${failingBefore} THEN 'failing' END,
+          failing_since = COALESCE(failing_since, ${input.attemptedAt})
+        WHERE id = ${input.webhookId} AND disabled_reason IS NULL
+        RETURNING disabled_reason`
+      const reason = Option.fromNullable(rows[0]?.disabledReason).pipe(Option.flatMap(Schema.decodeUnknownOption(DisabledReason)))
+      if (Option.isSome(reason)) {
+        yield* sql`UPDATE deliveries SET state = 'given_up', lease_until = 0
+                   WHERE webhook_id = ${input.webhookId} AND state = 'pending'`
+        yield* Effect.logWarning("webhook disabled").pipe(
+          Effect.annotateLogs({ webhookId: input.webhookId, reason: reason.value })
+        )
+      }
+      return reason
+    }, Effect.orDie)
+
+    /** Logs an attempt of a webhook and moves its record of failures on; inside the caller's transaction. */
+    const recordOutcome = (webhookId: string, attempt: NewAttempt) =>
+      Effect.zipRight(recordAttempt(attempt).pipe(Effect.orDie), recordHealth({ webhookId, ...attempt }))
+
+    /** The same as a transaction of its own, for an attempt made outside the worker (a test event). */
+    const logOutcome = (webhookId: string, attempt: NewAttempt) =>
+      sql.withTransaction(recordOutcome(webhookId, attempt)).pipe(Effect.orDie)
+
     const listWorkspace = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, limit: Schema.Number }),
       Result: AttemptRow,
@@ -178,6 +225,6 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       return rows.length
     })
 
-    return { find, put, remove, recordAttempt, attempts, purgeAttempts } as const
+    return { find, put, remove, recordAttempt, recordOutcome, logOutcome, attempts, purgeAttempts } as const
   })
 }) {}
