@@ -1,38 +1,168 @@
+import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Layer, Logger } from "effect"
-import { AggregatorLive } from "./Analytics/Aggregator.js"
+import { Effect, FiberRef, Layer, Logger } from "effect"
+import { AggregateRepo } from "./Analytics/AggregateRepo.js"
+import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
+import { AnalyticsLive } from "./Analytics/Http.js"
+import { Api } from "./Api.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
-import type { AppSettings } from "./Config.js"
+import { AuthorizationLive } from "./Auth/Authorization.js"
+import { WriteAccessLive } from "./Auth/WriteAccess.js"
+import { AppConfig, type AppSettings } from "./Config.js"
+import { EmbedSessions } from "./Embeds/EmbedSessions.js"
+import { EmbedSessionsLive } from "./Embeds/Http.js"
 import { Outbox } from "./Events/Outbox.js"
+import { JsonBodyLive } from "./Http/JsonBody.js"
+import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
-import { MAX_REQUEST_BODY_BYTES } from "./Http/RequestErrors.js"
-import { HttpLive } from "./Http/Server.js"
+import { HealthLive, serveMiddleware } from "./Http/Server.js"
+import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
-import { RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
+import { UsageStoreSql } from "./Quota/UsageStore.js"
+import { QuestionsLive } from "./Questions/Http.js"
+import { QuestionRepo } from "./Questions/QuestionRepo.js"
+import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
+import { RespondentTokens } from "./Respondents/RespondentTokens.js"
+import { ResponseWriter } from "./Respondents/ResponseWriter.js"
+import { RespondentRoutes } from "./Respondents/Routes.js"
+import { CsvIgnoresPagingLive } from "./Responses/CsvParams.js"
+import { ResponsesLive } from "./Responses/Http.js"
+import { ResponseRepo } from "./Responses/ResponseRepo.js"
 import { SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
+import { Reader } from "./Sql/Reader.js"
+import { SurveysLive } from "./Surveys/Http.js"
+import { SurveyAccess } from "./Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
-import { WebhookWorkersLive } from "./Webhooks/Workers.js"
+import { SurveyRepo } from "./Surveys/SurveyRepo.js"
+import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
+import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
+import { WebhooksHttpLive } from "./Webhooks/Http.js"
+import { PurgeLive } from "./Webhooks/Purge.js"
+import { Signer } from "./Webhooks/Signer.js"
+import { WebhookRepo } from "./Webhooks/WebhookRepo.js"
 
-/** The SQLite database, migrated. Needs `AppConfig`. */
-export const DatabaseLive = MigrationsLive.pipe(Layer.provideMerge(SqlLive))
+// The service's layer graph, composed once. Services name what they need and never provide it
+// themselves; this file says what provides it. Tests build the same graph with parts swapped
+// (test/support/TestServer.ts).
 
-/** Services the operator commands use beside the database. */
-export const OperatorServices = Layer.mergeAll(ApiKeyRepo.Default, SurveyLifecycle.Default, Outbox.Default)
+/** The SQLite database, migrated, and the request-path reader connection. Needs `AppConfig`. */
+export const DatabaseLive = Reader.Default.pipe(Layer.provideMerge(MigrationsLive), Layer.provideMerge(SqlLive))
 
-/** The HTTP server and its background work. Needs the database and `AppConfig`. */
+/** Every repository: one part of the database each. Needs the database and `AppConfig`. */
+export const RepositoriesLive = Layer.mergeAll(
+  ApiKeyRepo.Default,
+  SurveyRepo.Default,
+  QuestionRepo.Default,
+  ResponseRepo.Default,
+  AggregateRepo.Default,
+  WebhookRepo.Default,
+  Outbox.Default,
+  EmbedSessions.Default,
+  RespondentTokens.Default,
+  RespondentPurge.Default,
+  UsageStoreSql
+)
+
+/** Services spanning several repositories. */
+export const ServicesLive = Layer.mergeAll(
+  SurveyAccess.Default,
+  SurveyLifecycle.Default,
+  ResponseWriter.Default,
+  DeliveryRepo.Default,
+  Aggregator.Default
+)
+
+/** What a graph may have swapped: tests replace these with their own. */
+export interface CoreParts {
+  /** The repositories; a test may wrap the live ones (a repository that fails). */
+  readonly repositories: typeof RepositoriesLive
+  /** Signs webhook deliveries, for the delivery worker and `POST /webhooks/test` alike. */
+  readonly signer: Layer.Layer<Signer>
+}
+
+/**
+ * The database with every repository and service over it: what the operator commands use and
+ * what the server runs on. Needs `AppConfig`.
+ */
+export const makeCore = (parts: Partial<CoreParts> = {}) =>
+  ServicesLive.pipe(
+    Layer.provideMerge(parts.repositories ?? RepositoriesLive),
+    Layer.provideMerge(parts.signer ?? Signer.StandardWebhooks),
+    Layer.provideMerge(DatabaseLive)
+  )
+
+export const CoreLive = makeCore()
+
+/** The HttpApi's handlers, each group requiring its services. */
+const ApiLive = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([
+    SurveysLive,
+    QuestionsLive,
+    ResponsesLive,
+    EmbedSessionsLive,
+    AnalyticsLive,
+    UsageLive,
+    WebhooksHttpLive
+  ]),
+  Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive])
+)
+
+/**
+ * The whole HTTP surface: `/api/v1`, the respondent pages and API, `/openapi.json`, `/docs`,
+ * `/healthz`. Needs an `HttpServer`, the core services and the request quota.
+ */
+export const HttpLive = Layer.unwrapEffect(
+  // Not `HttpApiBuilder.serve(middleware)`: the server applies that middleware outside its own
+  // error handling, where the documented bodies for unmatched routes could no longer be set.
+  Effect.map(HttpApiBuilder.httpApp, (app) => HttpServer.serve(serveMiddleware(app)))
+).pipe(
+  // No span exporter is configured, so request, handler and SQL spans reach nobody; building them
+  // took about a fifth of a small read's CPU (docs/performance.md). Logs keep the request id.
+  HttpMiddleware.withTracerDisabledWhen(() => true),
+  Layer.locally(FiberRef.currentTracerEnabled, false),
+  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
+  Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+  Layer.provide(HealthLive),
+  Layer.provide(RespondentRoutes),
+  Layer.provide(RequestErrorsLive),
+  Layer.provide(CsvIgnoresPagingLive),
+  Layer.provide(ApiLive),
+  HttpServer.withLogAddress
+)
+
+/** Everything that runs in the background of a server. */
+export const BackgroundLive = Layer.mergeAll(DeliveryWorkerLive, PurgeLive, AggregatorLive, RespondentPurgeLive)
+
+/** Only the webhook delivery worker and its attempt purge. */
+export const WebhookBackgroundLive = Layer.mergeAll(DeliveryWorkerLive, PurgeLive)
+
+export interface ServeParts {
+  /** The background work; tests that drive it by hand leave it out. */
+  readonly background: Layer.Layer<never, never, Layer.Layer.Context<typeof BackgroundLive>>
+  /** The request quota (the rate limiter and the admission it gives the auth middleware). */
+  readonly quota: Layer.Layer<Layer.Layer.Success<typeof RateLimiter.layer>, never, Layer.Layer.Context<typeof RateLimiter.layer>>
+}
+
+/** The HTTP surface, the request quota and the background work. Needs an `HttpServer` and the core. */
+export const makeServe = (parts: Partial<ServeParts> = {}) =>
+  Layer.mergeAll(HttpLive, parts.background ?? BackgroundLive).pipe(
+    Layer.provideMerge(parts.quota ?? RateLimiter.layer)
+  )
+
+/** The production server: the serve graph on a Bun server on the configured port. Needs the core. */
 export const ServerLive = (settings: AppSettings) =>
-  HttpLive.pipe(
-    Layer.provide(RateLimiter.Live),
+  makeServe().pipe(
     Layer.provide(BunHttpServer.layer({
       port: settings.port,
       hostname: "0.0.0.0",
       maxRequestBodySize: MAX_REQUEST_BODY_BYTES
-    })),
-    Layer.merge(RespondentPurgeLive),
-    Layer.merge(AggregatorLive),
-    Layer.merge(WebhookWorkersLive)
+    }))
   )
+
+/** The core for settings read once: what every command runs on. */
+export const CoreFor = (settings: AppSettings) => CoreLive.pipe(Layer.provideMerge(Layer.succeed(AppConfig, settings)))
 
 /** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */
 export const LoggingLive = (settings: AppSettings) =>
@@ -43,4 +173,3 @@ export const LoggingLive = (settings: AppSettings) =>
     ),
     Logger.minimumLogLevel(settings.logLevel)
   )
-

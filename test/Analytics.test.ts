@@ -28,7 +28,7 @@ const question = (body: Body, id: string) => {
 
 const catchUp = Effect.flatMap(Aggregator, (a) => a.catchUp())
 
-layer(Aggregator.Default.pipe(Layer.provideMerge(TestServer(baseFixture))))("GET /api/v1/surveys/{id}/analytics", (it) => {
+layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
   it.effect("answers zeros before the aggregator ran, then the imported responses", () =>
     Effect.gen(function*() {
       const before = yield* analytics()

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { seedDemo } from "../src/Demo/Seed.js"
@@ -14,7 +14,7 @@ const AnswerRows = Schema.Array(Schema.Struct({
   values: Schema.parseJson(Schema.Array(Schema.String))
 }))
 
-layer(Layer.mergeAll(Aggregator.Default, AggregateRepo.Default).pipe(Layer.provideMerge(TestServer())))(
+layer(TestServer())(
   "the demo workspace's analytics",
   (it) => {
     it.effect("match the figures computed by definition from its responses", () =>

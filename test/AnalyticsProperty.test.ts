@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, FastCheck as fc, Layer } from "effect"
+import { Effect, FastCheck as fc } from "effect"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { type Aggregates, aggregate, analyticsOf, type QuestionDef, type ResponseInput } from "../src/Analytics/Compute.js"
@@ -90,12 +90,10 @@ const plain = (agg: Aggregates) => ({
 
 const toPlainAnalytics = (a: typeof Analytics.Encoded): unknown => JSON.parse(JSON.stringify(a))
 
-const Setup = Layer.mergeAll(Aggregator.Default, AggregateRepo.Default).pipe(
-  Layer.provideMerge(TestDatabase({
-    accounts: [{ id: "acc_p", planId: "pro" }],
-    workspaces: [{ id: "ws_p", ownerAccountId: "acc_p" }]
-  }))
-)
+const Setup = TestDatabase({
+  accounts: [{ id: "acc_p", planId: "pro" }],
+  workspaces: [{ id: "ws_p", ownerAccountId: "acc_p" }]
+})
 
 let run = 0
 

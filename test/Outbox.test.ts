@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Survey } from "../src/Domain/Survey.js"
 import { EventEnvelope } from "../src/Events/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
@@ -19,7 +19,7 @@ const eventsOf = (surveyId: string) =>
       .pipe(Effect.orDie)
   })
 
-layer(SurveyRepo.Default.pipe(Layer.provideMerge(TestDatabase(baseFixture))))("survey lifecycle events in the outbox", (it) => {
+layer(TestDatabase(baseFixture))("survey lifecycle events in the outbox", (it) => {
   it.effect("publish and close each write one complete event with the Survey resource as it is after the move", () =>
     Effect.gen(function*() {
       const lifecycle = yield* SurveyLifecycle

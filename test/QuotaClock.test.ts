@@ -35,7 +35,7 @@ const at = (iso: string) => TestClock.setTime(Date.parse(iso))
 
 const variants = [
   ["in memory", () => RateLimiter.layerMemory],
-  ["in SQLite", () => RateLimiter.Live.pipe(Layer.provide(TestDatabase()))]
+  ["in SQLite", () => RateLimiter.layer.pipe(Layer.provide(TestDatabase()))]
 ] as const
 
 for (const [name, limiterLayer] of variants) {
@@ -141,7 +141,7 @@ describe("RateLimiter durability", () => {
         Effect.gen(function*() {
           const scope = yield* Scope.make()
           const context = yield* Layer.buildWithScope(
-            RateLimiter.Live.pipe(Layer.provide(TestDatabase(undefined, { databasePath: file }))),
+            RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath: file }))),
             scope
           )
           return { scope, limiter: Context.get(context, RateLimiter) }

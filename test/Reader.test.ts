@@ -1,6 +1,6 @@
 import { expect, layer, type Vitest } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Deferred, Effect, Either, Fiber, Layer } from "effect"
+import { Deferred, Effect, Either, Fiber } from "effect"
 import * as TestServices from "effect/TestServices"
 import { placeholders, Reader } from "../src/Sql/Reader.js"
 import { TestDatabase } from "./support/TestServer.js"
@@ -90,7 +90,7 @@ const common = (it: Vitest.MethodsNonLive<Reader | SqlClient.SqlClient>) => {
     }))
 }
 
-layer(Reader.Default.pipe(Layer.provideMerge(TestDatabase())))("Reader on a database file", (it) => {
+layer(TestDatabase())("Reader on a database file", (it) => {
   common(it)
 
   it.effect("reads on a connection of its own: not blocked by an open transaction, and read-only", () =>
@@ -107,7 +107,7 @@ layer(Reader.Default.pipe(Layer.provideMerge(TestDatabase())))("Reader on a data
     }))
 })
 
-layer(Reader.Default.pipe(Layer.provideMerge(TestDatabase(undefined, { databasePath: ":memory:" }))))(
+layer(TestDatabase(undefined, { databasePath: ":memory:" }))(
   "Reader on an in-memory database",
   (it) => {
     common(it)

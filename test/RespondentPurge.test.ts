@@ -7,9 +7,7 @@ import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { TestDatabase } from "./support/TestServer.js"
 
-const Services = Layer.mergeAll(RespondentTokens.Default, EmbedSessions.Default, RespondentPurge.Default).pipe(
-  Layer.provideMerge(TestDatabase(respondentFixture))
-)
+const Services = TestDatabase(respondentFixture)
 
 const embedCount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie), (rows) => rows[0]?.n ?? -1))

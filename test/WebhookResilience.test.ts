@@ -120,7 +120,7 @@ describe("supervision and durability", () => {
       expect(delivered?.headers["x-service-event-id"]).toBe(event.id)
       yield* eventually(deliveries, (all) => all[0]?.state === "delivered")
     }).pipe(
-      Effect.provide(Layer.mergeAll(DeliveryRepo.Default).pipe(Layer.provideMerge(WebhookWorld({ pollInterval: Duration.seconds(1) })))),
+      Effect.provide(WebhookWorld({ pollInterval: Duration.seconds(1) })),
       Effect.scoped
     ))
 
@@ -174,7 +174,7 @@ describe("attempt log retention", () => {
       expect((yield* loggedAttempts).map((a) => a.eventId)).toEqual(["evt_recent"])
       yield* TestClock.adjust("20 days")
       expect(yield* loggedAttempts).toEqual([])
-    }).pipe(Effect.provide(WebhookRepo.Default.pipe(Layer.provideMerge(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })))),
+    }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })),
       Effect.scoped
     ))
 })

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
-import { HttpLive } from "../../src/Http/Server.js"
+import { makeServe } from "../../src/App.js"
 import { RateLimiter } from "../../src/Quota/RateLimiter.js"
 import { KeyAdmission } from "../../src/Auth/Authorization.js"
 import { TestDatabase } from "../../test/support/TestServer.js"
@@ -100,9 +100,8 @@ const wrk = async (url: string): Promise<Omit<Run, "variant">> => {
 }
 
 const serve = async (variant: Run["variant"], databasePath: string) => {
-  const limiter = variant === "with limiter" ? RateLimiter.Live : NoLimiter
-  const layer = HttpLive.pipe(
-    Layer.provide(limiter),
+  // The production serve graph without background work; the baseline overrides the limiter.
+  const layer = makeServe({ background: Layer.empty, ...(variant === "with limiter" ? {} : { quota: NoLimiter }) }).pipe(
     Layer.provideMerge(BunHttpServer.layer({ port: 0, hostname: "127.0.0.1" })),
     Layer.provide(TestDatabase(fixture, { databasePath, logLevel: LogLevel.Warning }))
   )
@@ -132,7 +131,7 @@ const admitMicros = async (databasePath: string) => {
   })
   return Effect.runPromise(
     program.pipe(
-      Effect.provide(RateLimiter.Live.pipe(Layer.provide(TestDatabase(undefined, { databasePath })))),
+      Effect.provide(RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath })))),
       Effect.scoped
     )
   )

@@ -7,7 +7,7 @@ import { Duration, Effect, Exit, Layer, Logger, LogLevel, Schedule, Scope } from
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
-import { DatabaseLive, OperatorServices } from "../../src/App.js"
+import { CoreLive, WebhookBackgroundLive } from "../../src/App.js"
 import { AppConfig } from "../../src/Config.js"
 import { makeId } from "../../src/Domain/Ids.js"
 import { toIso } from "../../src/Domain/Time.js"
@@ -17,7 +17,6 @@ import { importFixtureInput } from "../../src/Fixtures/Import.js"
 import { DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
 import { Signer } from "../../src/Webhooks/Signer.js"
 import { WebhookRepo } from "../../src/Webhooks/WebhookRepo.js"
-import { WebhookWorkersLive } from "../../src/Webhooks/Workers.js"
 
 const DRAIN_EVENTS = 10_000
 const RATE_PER_SECOND = 100
@@ -104,7 +103,7 @@ const program = Effect.gen(function*() {
   }))
   const startWorker = Effect.gen(function*() {
     const scope = yield* Scope.make()
-    yield* Layer.buildWithScope(WebhookWorkersLive, scope)
+    yield* Layer.buildWithScope(WebhookBackgroundLive, scope)
     return scope
   })
 
@@ -190,8 +189,7 @@ const program = Effect.gen(function*() {
 })
 
 const dir = mkdtempSync(join(tmpdir(), "bench-webhooks-"))
-const layer = Layer.mergeAll(OperatorServices, WebhookRepo.Default, Signer.StandardWebhooks).pipe(
-  Layer.provideMerge(DatabaseLive),
+const layer = CoreLive.pipe(
   Layer.provideMerge(AppConfig.layerTest({ databasePath: join(dir, "bench.db"), webhookAllowPrivateTargets: true })),
   Layer.provideMerge(BunContext.layer)
 )

@@ -321,6 +321,5 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       pruneChanges,
       surveyIds
     } as const
-  }),
-  dependencies: [Reader.Default]
+  })
 }) {}

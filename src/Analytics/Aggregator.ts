@@ -156,8 +156,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
     })
 
     return { step, catchUp, rebuild, rebuildExisting, rebuildAll, sweepLayouts } as const
-  }),
-  dependencies: [AggregateRepo.Default]
+  })
 }) {}
 
 /** How often the aggregator looks for new changes; well inside the 2 s freshness goal. */
@@ -169,4 +168,4 @@ export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
   const aggregator = yield* Aggregator
   yield* periodically("analytics aggregation", aggregator.catchUp(), pollEvery)
   yield* periodically("analytics layout sweep", aggregator.sweepLayouts(), sweepEvery)
-})).pipe(Layer.provide(Aggregator.Default))
+}))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { Analytics } from "../Domain/Analytics.js"
 import { preEncoded } from "../Http/PreEncoded.js"
@@ -17,4 +17,4 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
         const { questions, stored } = yield* repo.snapshot(path.id).pipe(Effect.orDie)
         return preEncoded(Analytics, analyticsOf(questions, stored.aggregates))
       }))
-  })).pipe(Layer.provide(AggregateRepo.Default))
+  }))

@@ -107,6 +107,5 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
     })
 
     return { lookup, create, revoke } as const
-  }),
-  dependencies: [Reader.Default]
+  })
 }) {}

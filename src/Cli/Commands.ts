@@ -2,7 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Aggregator } from "../Analytics/Aggregator.js"
-import { DatabaseLive, LoggingLive, OperatorServices, ServerLive } from "../App.js"
+import { CoreFor, LoggingLive, ServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AppConfig } from "../Config.js"
 import { seedDemo } from "../Demo/Seed.js"
@@ -19,12 +19,7 @@ const port = Options.integer("port").pipe(Options.withDescription("Port to liste
 const withDatabase = <A, E, R>(dbPath: Option.Option<string>, effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const settings = yield* AppConfig.fromEnv({ databasePath: dbPath })
-    const config = Layer.succeed(AppConfig, settings)
-    const database = DatabaseLive.pipe(Layer.provide(config))
-    return yield* effect.pipe(
-      Effect.provide(OperatorServices.pipe(Layer.provideMerge(database), Layer.provideMerge(config))),
-      Effect.provide(LoggingLive(settings))
-    )
+    return yield* effect.pipe(Effect.provide(CoreFor(settings)), Effect.provide(LoggingLive(settings)))
   })
 
 const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pipe(
@@ -32,7 +27,6 @@ const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pi
 ) }, ({ db, demo, port }) =>
   Effect.gen(function*() {
     const settings = yield* AppConfig.fromEnv({ port, databasePath: db })
-    const config = Layer.succeed(AppConfig, settings)
     const program = Effect.gen(function*() {
       if (demo) {
         const seed = yield* seedDemo()
@@ -46,7 +40,7 @@ const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pi
       return yield* Layer.launch(ServerLive(settings))
     })
     return yield* program.pipe(
-      Effect.provide(OperatorServices.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(config))),
+      Effect.provide(CoreFor(settings)),
       Effect.provide(LoggingLive(settings))
     )
   })).pipe(Command.withDescription("Migrate the database, then serve the API and the survey pages"))
@@ -136,7 +130,7 @@ const analyticsRebuild = Command.make("rebuild", {
           Effect.flatMap(aggregator.rebuildExisting(id), (responses) =>
             Console.log(`Rebuilt analytics of survey ${id} from ${responses} responses.`))
       })
-    }).pipe(Effect.provide(Aggregator.Default))
+    })
   )).pipe(Command.withDescription("Recompute stored analytics from the responses (one survey, or all)"))
 
 const analytics = Command.make("analytics").pipe(Command.withSubcommands([analyticsRebuild]))

@@ -1,37 +1,12 @@
 import {
   HttpApiBuilder,
-  HttpApiScalar,
   HttpApp,
-  HttpMiddleware,
-  HttpServer,
   HttpServerError,
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Effect, FiberRef, Layer, Option } from "effect"
-import { AnalyticsLive } from "../Analytics/Http.js"
-import { Api } from "../Api.js"
-import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
-import { AuthorizationLive } from "../Auth/Authorization.js"
-import { WriteAccessLive } from "../Auth/WriteAccess.js"
-import { EmbedSessions } from "../Embeds/EmbedSessions.js"
-import { EmbedSessionsLive } from "../Embeds/Http.js"
-import { UsageLive } from "../Quota/Http.js"
-import { QuestionRepo } from "../Questions/QuestionRepo.js"
-import { QuestionsLive } from "../Questions/Http.js"
-import { RespondentTokens } from "../Respondents/RespondentTokens.js"
-import { ResponseWriter } from "../Respondents/ResponseWriter.js"
-import { RespondentRoutes } from "../Respondents/Routes.js"
-import { ResponseRepo } from "../Responses/ResponseRepo.js"
-import { CsvIgnoresPagingLive } from "../Responses/CsvParams.js"
-import { ResponsesLive } from "../Responses/Http.js"
+import { Cause, Effect, Option } from "effect"
 import { isSqliteBusy } from "../Sql/Busy.js"
-import { SurveysLive } from "../Surveys/Http.js"
-import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import { SurveyRepo } from "../Surveys/SurveyRepo.js"
-import { WebhooksHttpLive } from "../Webhooks/Http.js"
-import { JsonBodyLive } from "./JsonBody.js"
-import { RequestErrorsLive } from "./RequestErrors.js"
 import { requestIdOf } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
@@ -74,48 +49,8 @@ export const serveMiddleware = <E, R>(
     )
   })
 
-const PagesAndHealth = HttpApiBuilder.Router.use((router) =>
+/** `GET /healthz`: 200 once the service is up (the database is migrated before it serves). */
+export const HealthLive = HttpApiBuilder.Router.use((router) =>
   router.get("/healthz", HttpServerResponse.json({ status: "ok" }))
 )
 
-const Repositories = Layer.mergeAll(ApiKeyRepo.Default, SurveyAccess.Default, QuestionRepo.Default, ResponseRepo.Default)
-  .pipe(Layer.provideMerge(SurveyRepo.Default))
-
-const RespondentServices = Layer.mergeAll(EmbedSessions.Default, RespondentTokens.Default, ResponseWriter.Default)
-
-export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([
-    SurveysLive,
-    QuestionsLive,
-    ResponsesLive,
-    EmbedSessionsLive,
-    AnalyticsLive,
-    UsageLive,
-    WebhooksHttpLive
-  ]),
-  Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive]),
-  Layer.provide(Repositories),
-  Layer.provide(RespondentServices)
-)
-
-/**
- * The whole HTTP surface: `/api/v1`, `/openapi.json`, `/docs`, `/healthz`. Needs an `HttpServer`
- * and the `RateLimiter` (`RateLimiter.Live`).
- */
-export const HttpLive = Layer.unwrapEffect(
-  Effect.map(HttpApiBuilder.httpApp, (app) => HttpServer.serve(serveMiddleware(app)))
-).pipe(
-  // No span exporter is configured, so request, handler and SQL spans reach nobody; building them
-  // took about a fifth of a small read's CPU (docs/performance.md). Logs keep the request id.
-  HttpMiddleware.withTracerDisabledWhen(() => true),
-  Layer.locally(FiberRef.currentTracerEnabled, false),
-  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
-  Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-  Layer.provide(PagesAndHealth),
-  Layer.provide(RespondentRoutes.pipe(Layer.provide(Repositories), Layer.provide(RespondentServices))),
-  Layer.provide(RequestErrorsLive),
-  Layer.provide(CsvIgnoresPagingLive),
-  Layer.provide(ApiLive),
-  HttpServer.withLogAddress
-)

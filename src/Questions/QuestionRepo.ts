@@ -117,6 +117,5 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
           Effect.orDie
         )
     } as const
-  }),
-  dependencies: [Reader.Default]
+  })
 }) {}

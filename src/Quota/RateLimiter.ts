@@ -6,7 +6,7 @@ import type { ApiKeyContext, QuotaPlan } from "../Auth/CurrentKey.js"
 import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
 import { AccountUsage, burstWindowMs, type RateLimitHeaders } from "./AccountUsage.js"
 import { nextUtcMidnight } from "./Calendar.js"
-import { type CountedRequest, UsageStore, UsageStoreMemory, UsageStoreSql } from "./UsageStore.js"
+import { type CountedRequest, UsageStore, UsageStoreMemory } from "./UsageStore.js"
 
 /** The numbers of GET /usage (api-v1 §2.9). */
 export interface UsageReport {
@@ -183,8 +183,6 @@ export class RateLimiter extends Context.Tag("Quota/RateLimiter")<RateLimiter, R
       Layer.succeedContext(Context.add(context, KeyAdmission, KeyAdmission.of({ admit: Context.get(context, RateLimiter).admit })))
     )
   )
-  /** Counters in the SQLite database. Needs `SqlClient`. */
-  static readonly Live = RateLimiter.layer.pipe(Layer.provide(UsageStoreSql))
   /** The same limiter over counters in memory: for tests that move the clock without a database. */
   static readonly layerMemory = RateLimiter.layer.pipe(Layer.provide(UsageStoreMemory))
 }

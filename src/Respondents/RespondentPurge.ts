@@ -42,4 +42,4 @@ export const RespondentPurgeLive = Layer.scopedDiscard(
       Schedule.spaced("1 hour")
     )
   })
-).pipe(Layer.provide(RespondentPurge.Default))
+)

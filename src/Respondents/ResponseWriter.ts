@@ -158,6 +158,5 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
       update: (respondent: RespondentContext, responseId: string, submission: Submission) =>
         run(respondent, Option.some(responseId), submission).pipe(Effect.withSpan("ResponseWriter.update"))
     } as const
-  }),
-  dependencies: [SurveyRepo.Default, QuestionRepo.Default, ResponseRepo.Default, Outbox.Default]
+  })
 }) {}

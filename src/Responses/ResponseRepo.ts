@@ -237,6 +237,5 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
           Effect.orDie
         )
     } as const
-  }),
-  dependencies: [Reader.Default]
+  })
 }) {}

@@ -22,6 +22,5 @@ export class SurveyAccess extends Effect.Service<SurveyAccess>()("Surveys/Survey
       return row.value satisfies SurveyRow
     })
     return { require } as const
-  }),
-  dependencies: [SurveyRepo.Default]
+  })
 }) {}

@@ -68,6 +68,5 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
           Effect.catchTag("SqlError", Effect.die)
         )
     } as const
-  }),
-  dependencies: [SurveyRepo.Default, Outbox.Default]
+  })
 }) {}

@@ -110,6 +110,5 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
        */
       list: (req: ListSurveys) => listPage(req).pipe(Effect.orDie)
     } as const
-  }),
-  dependencies: [Reader.Default]
+  })
 }) {}

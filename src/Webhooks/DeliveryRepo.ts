@@ -174,6 +174,5 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
       )
 
     return { fanOut, claim, settle, drop, release, releaseAll, nextWake } as const
-  }),
-  dependencies: [WebhookRepo.Default]
+  })
 }) {}

@@ -11,7 +11,7 @@ import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import type { WebhookTarget } from "./Api.js"
 import { attemptOnce } from "./Attempt.js"
 import { Signer } from "./Signer.js"
-import { parseTarget, Resolver, resolveTarget } from "./UrlPolicy.js"
+import { parseTarget, resolveTarget } from "./UrlPolicy.js"
 import { type AttemptRow, WebhookRepo } from "./WebhookRepo.js"
 
 /** Workspace webhook endpoints are closed to survey-limited keys (api-v1 §5). */
@@ -39,13 +39,6 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const repo = yield* WebhookRepo
   const signer = yield* Signer
   const config = yield* AppConfig
-  const resolver = yield* Resolver
-  const services = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    effect.pipe(
-      Effect.provideService(Signer, signer),
-      Effect.provideService(AppConfig, config),
-      Effect.provideService(Resolver, resolver)
-    )
 
   /** The URL policy at registration: syntax, then every address the host resolves to. */
   const checkTarget = (input: string) =>
@@ -54,7 +47,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         new InvalidRequest({ message: `Invalid \`targetUrl\`: ${message}.`, issues: [{ path: "targetUrl", message }] })
       const parsed = parseTarget(input, config.webhookAllowPrivateTargets)
       if (Either.isLeft(parsed)) return yield* invalid(parsed.left)
-      yield* services(resolveTarget(parsed.right, config.webhookAllowPrivateTargets)).pipe(Effect.mapError(invalid))
+      yield* resolveTarget(parsed.right, config.webhookAllowPrivateTargets).pipe(Effect.mapError(invalid))
       return parsed.right.url.href
     })
 
@@ -108,12 +101,12 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         formId: surveyId,
         data: {}
       }
-      const outcome = yield* services(attemptOnce({
+      const outcome = yield* attemptOnce({
         targetUrl: webhook.targetUrl,
         secret: webhook.secret,
         eventId: event.id,
         body: JSON.stringify(event)
-      }))
+      })
       if (!outcome.ok) {
         yield* Effect.logWarning("webhook test event not delivered").pipe(
           Effect.annotateLogs({ webhookId: webhook.id, error: outcome.error ?? "" })
@@ -181,4 +174,4 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     ))
 
   return Layer.mergeAll(SurveyWebhookLive, WorkspaceWebhooksLive)
-})).pipe(Layer.provide(Layer.mergeAll(WebhookRepo.Default, Signer.StandardWebhooks)))
+}))

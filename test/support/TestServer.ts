@@ -4,12 +4,10 @@ import { Effect, Layer, Schema } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DatabaseLive, OperatorServices } from "../../src/App.js"
+import { type CoreParts, makeCore, makeServe, type ServeParts } from "../../src/App.js"
 import { AppConfig, type AppSettings } from "../../src/Config.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
 import { importFixtureInput } from "../../src/Fixtures/Import.js"
-import { HttpLive } from "../../src/Http/Server.js"
-import { RateLimiter } from "../../src/Quota/RateLimiter.js"
 
 /**
  * A database file of its own in a temporary directory, removed afterwards: the service's reads
@@ -28,21 +26,28 @@ const TemporaryConfig = (settings: Partial<AppSettings>) =>
       )
     )
 
-/** A migrated database with the operator services, optionally seeded with a fixture. */
-export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}) => {
-  const config = TemporaryConfig(settings)
-  const base = OperatorServices.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(config))
+/** Parts of the production graph a test replaces (src/App.ts). */
+export interface TestParts extends Partial<CoreParts>, Partial<ServeParts> {}
+
+/**
+ * The production core (database, repositories, services) over a database of its own, optionally
+ * seeded with a fixture, with `parts` swapped in.
+ */
+export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}, parts: TestParts = {}) => {
+  const base = makeCore(parts).pipe(Layer.provideMerge(TemporaryConfig(settings)))
   return fixture === undefined
     ? base
     : Layer.effectDiscard(importFixtureInput(fixture).pipe(Effect.orDie)).pipe(Layer.provideMerge(base))
 }
 
-/** The whole HTTP surface on a real Bun server on 127.0.0.1, with an `HttpClient` pointed at it. */
-export const TestServer = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}) =>
-  HttpLive.pipe(
-    Layer.provideMerge(RateLimiter.Live),
+/**
+ * The production graph on a real Bun server on 127.0.0.1, with an `HttpClient` pointed at it.
+ * Background work runs only when `parts.background` says which (tests drive the rest by hand).
+ */
+export const TestServer = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}, parts: TestParts = {}) =>
+  makeServe({ ...parts, background: parts.background ?? Layer.empty }).pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
-    Layer.provideMerge(TestDatabase(fixture, settings))
+    Layer.provideMerge(TestDatabase(fixture, settings, parts))
   )
 
 export interface Answered {

@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import { WebhookBackgroundLive } from "../../src/App.js"
 import type { AppSettings } from "../../src/Config.js"
 import { Outbox } from "../../src/Events/Outbox.js"
 import { WebhookRegistered } from "../../src/Webhooks/Api.js"
 import { DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
 import type { Signer } from "../../src/Webhooks/Signer.js"
-import { WebhookWorkers } from "../../src/Webhooks/Workers.js"
 import { baseFixture, TOKENS } from "./Fixtures.js"
 import { bodyOf, call, TestServer } from "./TestServer.js"
 
@@ -17,8 +17,7 @@ export const WebhookWorld = (
   signer?: Layer.Layer<Signer>,
   app: Partial<AppSettings> = {}
 ) =>
-  WebhookWorkers(signer).pipe(
-    Layer.provideMerge(TestServer(baseFixture, app)),
+  TestServer(baseFixture, app, { background: WebhookBackgroundLive, ...(signer === undefined ? {} : { signer }) }).pipe(
     Layer.provide(Layer.succeed(DeliverySettings, { ...DeliverySettings.defaultValue(), ...settings }))
   )
 
