@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./Analytics/Api.js"
 import { EmbedSessionsApi } from "./Embeds/Api.js"
+import { ErasuresApi } from "./Erasures/Api.js"
 import { UsageApi } from "./Quota/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
@@ -17,6 +18,7 @@ export class Api extends HttpApi.make("survey-service")
   .add(UsageApi)
   .add(SurveyWebhookApi)
   .add(WorkspaceWebhooksApi)
+  .add(ErasuresApi)
   .prefix("/api/v1")
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",

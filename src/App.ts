@@ -11,6 +11,7 @@ import { WriteAccessLive } from "./Auth/WriteAccess.js"
 import { AppConfig, type AppSettings } from "./Config.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "./Embeds/Http.js"
+import { ErasuresLive } from "./Erasures/Http.js"
 import { Outbox } from "./Events/Outbox.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
@@ -27,6 +28,7 @@ import { ResponseWriter } from "./Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
 import { CsvIgnoresPagingLive } from "./Responses/CsvParams.js"
 import { ResponsesLive } from "./Responses/Http.js"
+import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
 import { SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
@@ -70,7 +72,8 @@ export const ServicesLive = Layer.mergeAll(
   SurveyLifecycle.Default,
   ResponseWriter.Default,
   DeliveryRepo.Default,
-  Aggregator.Default
+  Aggregator.Default,
+  ResponseDeletion.Default
 )
 
 /** What a graph may have swapped: tests replace these with their own. */
@@ -103,7 +106,8 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     EmbedSessionsLive,
     AnalyticsLive,
     UsageLive,
-    WebhooksHttpLive
+    WebhooksHttpLive,
+    ErasuresLive
   ]),
   Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive])
 )

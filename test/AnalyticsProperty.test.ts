@@ -6,6 +6,7 @@ import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { type Aggregates, aggregate, analyticsOf, type QuestionDef, type ResponseInput } from "../src/Analytics/Compute.js"
 import type { Analytics } from "../src/Domain/Analytics.js"
 import { StoredQuestionType } from "../src/Domain/Question.js"
+import { ResponseDeletion } from "../src/Responses/ResponseDeletion.js"
 import { expectClose, oracle } from "./support/AnalyticsOracle.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
 import { TestDatabase } from "./support/TestServer.js"
@@ -72,7 +73,8 @@ const scenarioArb = questionsArb.chain((questions) =>
           completed: fc.boolean(),
           answers: answersArb(questions)
         }) },
-        { weight: 1, arbitrary: fc.constant({ kind: "aggregate" as const }) }
+        { weight: 1, arbitrary: fc.constant({ kind: "aggregate" as const }) },
+        { weight: 2, arbitrary: fc.record({ kind: fc.constant("delete" as const), target: fc.integer({ min: 0, max: 7 }) }) }
       ),
       { maxLength: 25 }
     )
@@ -99,13 +101,14 @@ let run = 0
 
 layer(Setup)("stored aggregates", (it) => {
   it.effect.prop(
-    "equal a from-scratch computation after any sequence of writes, field by field",
+    "equal a from-scratch computation after any sequence of writes and deletions, field by field",
     { scenario: scenarioArb },
     ({ scenario }) =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const aggregator = yield* Aggregator
         const repo = yield* AggregateRepo
+        const deletion = yield* ResponseDeletion
         const surveyId = `srv_p${run++}`
         yield* sql`INSERT INTO surveys (id, workspace_id, title, status, created_at, updated_at)
           VALUES (${surveyId}, 'ws_p', 'P', 'published', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
@@ -120,6 +123,12 @@ layer(Setup)("stored aggregates", (it) => {
         for (const op of scenario.ops) {
           if (op.kind === "aggregate") {
             yield* aggregator.catchUp()
+            continue
+          }
+          if (op.kind === "delete") {
+            // Subtracts what the response contributed, in the deleting transaction.
+            const existed = yield* deletion.deleteOne({ workspaceId: "ws_p", surveyId, responseId: `${surveyId}_r${op.target}` })
+            expect(existed).toBe(model.delete(op.target))
             continue
           }
           const answers = op.answers.map((a) => ({ ...a, questionId: `${surveyId}_${a.questionId}` }))

@@ -98,6 +98,7 @@ layer(TestServer(baseFixture))("sync by change", (it) => {
         ["updatedAfter=yesterday", "updatedAfter"],
         ["updatedAfter=2026-01-11", "updatedAfter"],
         ["updatedAfter=2026-01-11T00:00:00", "updatedAfter"],
+        ["updatedAfter=2026-02-30T00:00:00Z", "updatedAfter"],
         ["updatedAfter=", "updatedAfter"],
         ["updatedAfter=2026-01-01T00:00:00Z&createdAfter=2026-01-01T00:00:00Z", "updatedAfter"],
         [`updatedAfter=2026-01-01T00:00:00Z&cursor=${byCreated}`, "cursor"],

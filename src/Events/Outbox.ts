@@ -9,6 +9,8 @@ export interface NewEvent {
   readonly workspaceId: string
   readonly surveyId: string | null
   readonly data: Readonly<Record<string, unknown>>
+  /** The response the event carries, if any: deleting that response reduces the stored payload. */
+  readonly responseId?: string
 }
 
 /**
@@ -34,7 +36,8 @@ export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
           workspaceId: event.workspaceId,
           surveyId: event.surveyId,
           payload: JSON.stringify(envelope),
-          createdAt: envelope.timestamp
+          createdAt: envelope.timestamp,
+          responseId: event.responseId ?? null
         })
       }`.pipe(Effect.orDie)
       return envelope

@@ -20,10 +20,13 @@ export interface Submission {
 const invalid = (message: string, issues: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
   new InvalidRequest({ message, issues })
 
+type ResponseEventType = "response.created" | "response.updated" | "response.completed"
+
 /**
  * Writes respondents' answers. One transaction per call: the response and its answers, the
- * survey's response count, a `response_changes` row, and on finishing the `response.completed`
- * event, so that either all of it is stored or none of it.
+ * survey's response count, a `response_changes` row, and the save's events (`response.created`
+ * for the first save, `response.updated` for a later one that does not complete it,
+ * `response.completed` for the completing one), so that either all of it is stored or none of it.
  */
 export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondents/ResponseWriter", {
   effect: Effect.gen(function*() {
@@ -133,16 +136,22 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
           sql.insert({ responseId, surveyId: respondent.surveyId, changedAt: now })
         }`
 
-        if (submission.finished) {
-          const response = yield* responses.findById(respondent.surveyId, responseId).pipe(Effect.flatMap(Effect.orDie))
+        // The events of this save (v1-extensions §X2.2), in the outbox with the change itself.
+        const created = Option.isNone(target)
+        const types: ReadonlyArray<ResponseEventType> = submission.finished
+          ? (created ? ["response.created", "response.completed"] : ["response.completed"])
+          : [created ? "response.created" : "response.updated"]
+        const response = yield* responses.findById(respondent.surveyId, responseId).pipe(Effect.flatMap(Effect.orDie))
+        for (const type of types) {
           yield* outbox.append({
-            type: "response.completed",
+            type,
             workspaceId,
             surveyId: respondent.surveyId,
+            responseId,
             data: { responseId, externalUserId: response.externalUserId, response }
           })
         }
-        return { responseId, created: Option.isNone(target) } as const
+        return { responseId, created } as const
       })
 
     const run = (respondent: RespondentContext, target: Option.Option<string>, submission: Submission) =>

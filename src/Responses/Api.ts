@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
+import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire, ServiceUnavailableWire } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
 import { ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
@@ -71,6 +72,23 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .addError(NotFoundWire)
       .annotate(OpenApi.Summary, "Get one response")
   )
+  .add(
+    HttpApiEndpoint.del("delete")`/surveys/${SurveyId}/responses/${
+      HttpApiSchema.param("responseId", Schema.String.annotations({ description: "Response id." }))
+    }`
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Delete one response")
+      .annotate(
+        OpenApi.Description,
+        "Deletes the response and its answers: GET answers 404 from then on, and lists, the CSV export, analytics " +
+          "(within their usual freshness) and the survey's responseCount no longer include it. Earlier stored event " +
+          "payloads of it are reduced to {responseId, externalUserId: null, response: null}, and a response.deleted " +
+          "event is written with the change. Editor keys only."
+      )
+  )
+  .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Responses")
 {}

@@ -9,6 +9,7 @@ import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
+import { ResponseDeletion } from "./ResponseDeletion.js"
 import { type ListOrder, ResponseRepo } from "./ResponseRepo.js"
 
 export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =>
@@ -17,6 +18,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     const responses = yield* ResponseRepo
     const questions = yield* QuestionRepo
     const sql = yield* SqlClient.SqlClient
+    const deletion = yield* ResponseDeletion
     return handlers
       .handle("list", ({ path, urlParams }) =>
         Effect.gen(function*() {
@@ -65,6 +67,16 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
             return yield* new NotFound({ message: "No response with that id in this survey." })
           }
           return found.value
+        }))
+      .handle("delete", ({ path }) =>
+        Effect.gen(function*() {
+          const survey = yield* access.require(path.id)
+          const deleted = yield* deletion.deleteOne({
+            workspaceId: survey.workspaceId,
+            surveyId: survey.id,
+            responseId: path.responseId
+          })
+          if (!deleted) return yield* new NotFound({ message: "No response with that id in this survey." })
         }))
   })
 )

@@ -1,0 +1,153 @@
+import { SqlClient } from "@effect/sql"
+import { Array as Arr, Effect, Schema } from "effect"
+import { AggregateRepo } from "../Analytics/AggregateRepo.js"
+import { apply, emptyAggregates } from "../Analytics/Compute.js"
+import { EventEnvelope } from "../Events/Event.js"
+import { Outbox } from "../Events/Outbox.js"
+
+const chunk = 500
+
+/** A response about to be deleted, with what its `response.deleted` event and the clean-up need. */
+const Doomed = Schema.Struct({
+  id: Schema.String,
+  surveyId: Schema.String,
+  workspaceId: Schema.String,
+  externalUserId: Schema.NullOr(Schema.String)
+})
+type Doomed = typeof Doomed.Type
+const decodeDoomed = Schema.decodeUnknown(Schema.Array(Doomed))
+
+const StoredEvent = Schema.Struct({ seq: Schema.Number, payload: Schema.parseJson(EventEnvelope) })
+const decodeStoredEvents = Schema.decodeUnknown(Schema.Array(StoredEvent))
+const encodePayload = Schema.encodeSync(Schema.parseJson(EventEnvelope))
+
+/** Event types whose payload carries a response (older rows may lack `events.response_id`). */
+const responseEventTypes = ["response.completed", "response.created", "response.updated"] as const
+
+/**
+ * Deletes responses (v1-extensions §X2.3): the response and its answers, what it contributes to
+ * the stored aggregates (subtracted, not recomputed), the survey's `responseCount`, every stored
+ * event payload that carries it (reduced to `{responseId, externalUserId: null, response: null}`,
+ * so neither a redelivery nor a pending retry sends it again), the answers remembered for
+ * idempotent retries of its respondent; and one `response.deleted` event each. Callers run it
+ * inside one transaction.
+ */
+export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Responses/ResponseDeletion", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const aggregates = yield* AggregateRepo
+    const outbox = yield* Outbox
+
+    /** Subtracts what the responses contributed to their surveys' stored counters. */
+    const subtractContributions = (ids: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const former = yield* aggregates.contributionsOf(ids)
+        for (const [surveyId, rows] of Object.entries(Arr.groupBy(former, (f) => f.surveyId))) {
+          const signature = yield* aggregates.storedSignature(surveyId)
+          if (signature === null) continue
+          const delta = emptyAggregates()
+          for (const row of rows) apply(delta, row.contribution, -1)
+          yield* aggregates.addDelta(surveyId, delta, signature)
+        }
+        yield* aggregates.deleteContributions(ids)
+      })
+
+    /** Rewrites every stored payload that carries one of the responses. */
+    const reducePayloads = (doomed: ReadonlyArray<Doomed>) =>
+      Effect.gen(function*() {
+        const ids = doomed.map((d) => d.id)
+        const linked = yield* Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
+          sql`SELECT seq, payload FROM events WHERE response_id IN ${sql.in(part)}`.pipe(
+            Effect.flatMap(decodeStoredEvents)
+          )).pipe(Effect.map(Arr.flatten))
+        // Events stored before they were linked to their response name it only in the payload.
+        const unlinked = yield* Effect.forEach(Arr.dedupe(doomed.map((d) => d.surveyId)), (surveyId) =>
+          sql`SELECT seq, payload FROM events
+              WHERE survey_id = ${surveyId} AND response_id IS NULL AND type IN ${sql.in(responseEventTypes)}`.pipe(
+            Effect.flatMap(decodeStoredEvents)
+          )).pipe(Effect.map(Arr.flatten))
+        const wanted = new Set(ids)
+        for (const event of [...linked, ...unlinked]) {
+          const responseId = event.payload.data["responseId"]
+          if (typeof responseId !== "string" || !wanted.has(responseId)) continue
+          const reduced = encodePayload({
+            ...event.payload,
+            data: { responseId, externalUserId: null, response: null }
+          })
+          yield* sql`UPDATE events SET payload = ${reduced} WHERE seq = ${event.seq}`
+        }
+      })
+
+    const remove = (doomed: ReadonlyArray<Doomed>) =>
+      Effect.gen(function*() {
+        if (doomed.length === 0) return
+        const ids = doomed.map((d) => d.id)
+        yield* subtractContributions(ids)
+        yield* reducePayloads(doomed)
+        // A remembered first answer of the respondent API names the response it created.
+        for (const id of ids) {
+          yield* sql`DELETE FROM idempotency_keys WHERE body = ${JSON.stringify({ responseId: id })} AND scope IN (
+            SELECT 'respondent:' || token_hash FROM respondent_responses WHERE response_id = ${id})`
+        }
+        for (const part of Arr.chunksOf(ids, chunk)) {
+          yield* sql`DELETE FROM respondent_responses WHERE response_id IN ${sql.in(part)}`
+          yield* sql`DELETE FROM answers WHERE response_id IN ${sql.in(part)}`
+          yield* sql`DELETE FROM responses WHERE id IN ${sql.in(part)}`
+        }
+        for (const [surveyId, rows] of Object.entries(Arr.groupBy(doomed, (d) => d.surveyId))) {
+          yield* sql`UPDATE surveys SET response_count = MAX(0, response_count - ${rows.length}) WHERE id = ${surveyId}`
+        }
+        for (const d of doomed) {
+          yield* outbox.append({
+            type: "response.deleted",
+            workspaceId: d.workspaceId,
+            surveyId: d.surveyId,
+            responseId: d.id,
+            data: { responseId: d.id, externalUserId: d.externalUserId }
+          })
+        }
+      })
+
+    /** Deletes one response of a survey of the workspace; answers whether it existed. */
+    const deleteOne = Effect.fn("ResponseDeletion.deleteOne")(function*(input: {
+      readonly workspaceId: string
+      readonly surveyId: string
+      readonly responseId: string
+    }) {
+      const doomed = yield* sql`
+        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
+        JOIN surveys s ON s.id = r.survey_id
+        WHERE r.id = ${input.responseId} AND r.survey_id = ${input.surveyId} AND s.workspace_id = ${input.workspaceId}`
+        .pipe(Effect.flatMap(decodeDoomed))
+      yield* remove(doomed)
+      return doomed.length > 0
+    }, (effect) => Effect.orDie(sql.withTransaction(effect)))
+
+    /**
+     * Erases one person of a workspace: every response carrying the `externalUserId` (trashed
+     * surveys included), and the embed sessions and respondent tokens made for them, so that the
+     * id is stored nowhere and no later response can carry it. Answers how many responses went.
+     */
+    const erase = Effect.fn("ResponseDeletion.erase")(function*(input: {
+      readonly workspaceId: string
+      readonly externalUserId: string
+    }) {
+      const doomed = yield* sql`
+        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
+        JOIN surveys s ON s.id = r.survey_id
+        WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
+        ORDER BY r.survey_id, r.created_at, r.id`.pipe(Effect.flatMap(decodeDoomed))
+      yield* remove(doomed)
+      yield* sql`DELETE FROM respondent_tokens
+        WHERE external_user_id = ${input.externalUserId}
+          AND survey_id IN (SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId})`
+      yield* sql`DELETE FROM respondent_tokens WHERE embed_session_id IN (
+        SELECT id FROM embed_sessions WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId})`
+      yield* sql`DELETE FROM embed_sessions
+        WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId}`
+      return doomed.length
+    }, (effect) => Effect.orDie(sql.withTransaction(effect)))
+
+    return { deleteOne, erase } as const
+  })
+}) {}
