@@ -8,6 +8,10 @@
  *
  * Quota: the same per-account counting as the service (see `countRequest`).
  *
+ * Responses: the best layout found for the same bytes, which the service uses too (migration 0009):
+ * one range read of the clustered responses table, each row with its stored rendering of
+ * `answers`, the page written out in one pass from value rows.
+ *
  * Usage: bun scripts/bench/baseline.ts --port 8081 --db path/to/survey.db
  */
 import { Database, type Statement } from "bun:sqlite"
@@ -495,6 +499,9 @@ const responsesJson = (surveyId: string, rows: ReadonlyArray<ResponseRow>): Arra
 
 const responseColumns = "id, survey_id, external_user_id, completed_at, created_at, updated_at"
 
+/** A row of the responses page: the response's columns, then its rendering of `answers` or null. */
+type PageRow = [string, string, string | null, string | null, string, string, string | null]
+
 const listResponses = (surveyId: string, params: URLSearchParams, requestId: string) => {
   const limit = limitOf(params, requestId)
   const status = params.get("status") ?? "all"
@@ -512,22 +519,58 @@ const listResponses = (surveyId: string, params: URLSearchParams, requestId: str
   }
   const fingerprint = `responses:${surveyId}:${status}:${createdAfter ?? ""}`
   const after = decodeCursor(params, fingerprint, requestId)
-  const text = `SELECT ${responseColumns} FROM responses WHERE survey_id = ?` +
+  // The layout of migration 0009: one range read of the responses table (clustered by
+  // survey_id, created_at, id), each row with its stored rendering of `answers` when that is
+  // current for the survey's questions; value rows, and the page written out in one pass.
+  const text = `SELECT id, survey_id, external_user_id, completed_at, created_at, updated_at,
+      CASE WHEN answers_layout = (SELECT answer_layout FROM surveys WHERE id = ?) THEN answers_json END
+    FROM responses WHERE survey_id = ?` +
     (status === "all" ? "" : " AND completed = ?") +
     (createdAfter === null ? "" : " AND created_at >= ?") +
     (after === null ? "" : " AND (created_at, id) > (?, ?)") +
     " ORDER BY created_at, id LIMIT ?"
-  const rows = statement<ResponseRow>(text).all(
+  const rows = statement<PageRow>(text).values(
+    surveyId,
     surveyId,
     ...(status === "all" ? [] : [status === "completed" ? 1 : 0]),
     ...(createdAfter === null ? [] : [createdAfter]),
     ...(after === null ? [] : [after.key, after.id]),
     limit + 1
-  )
-  const page = rows.slice(0, limit)
-  const last = page[page.length - 1]
-  const next = rows.length > limit && last !== undefined ? encodeCursor(last.created_at, last.id, fingerprint) : null
-  return `{"data":[${responsesJson(surveyId, page).join(",")}],"nextCursor":${JSON.stringify(next)}}`
+  ) as Array<PageRow>
+  const count = Math.min(limit, rows.length)
+  // Responses whose rendering is stale (a question changed since) are assembled from answer rows.
+  let stale: Map<string, string> | undefined
+  for (let i = 0; i < count; i++) {
+    const r = rows[i]!
+    if (r[6] === null) (stale ??= new Map()).set(r[0], "")
+  }
+  if (stale !== undefined) {
+    const missing = rows.slice(0, count).filter((r) => r[6] === null).map((r): ResponseRow => ({
+      id: r[0],
+      survey_id: r[1],
+      external_user_id: r[2],
+      completed_at: r[3],
+      created_at: r[4],
+      updated_at: r[5]
+    }))
+    const texts = responsesJson(surveyId, missing)
+    missing.forEach((r, i) => stale!.set(r.id, texts[i] ?? ""))
+  }
+  let body = `{"data":[`
+  for (let i = 0; i < count; i++) {
+    const r = rows[i]!
+    if (i > 0) body += ","
+    body += r[6] === null
+      ? stale!.get(r[0])
+      : `{"id":${JSON.stringify(r[0])},"surveyId":${JSON.stringify(r[1])},"externalUserId":${
+        r[2] === null ? "null" : JSON.stringify(r[2])
+      },"completed":${r[3] !== null},"completedAt":${r[3] === null ? "null" : JSON.stringify(r[3])},"createdAt":${
+        JSON.stringify(r[4])
+      },"updatedAt":${JSON.stringify(r[5])},"answers":${r[6]}}`
+  }
+  const last = rows[count - 1]
+  const next = rows.length > limit && last !== undefined ? encodeCursor(last[4], last[0], fingerprint) : null
+  return `${body}],"nextCursor":${JSON.stringify(next)}}`
 }
 
 // --- Analytics: the stored aggregate tables (src/Analytics/*) read in one transaction ---------

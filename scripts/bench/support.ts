@@ -6,6 +6,7 @@ import { Database } from "bun:sqlite"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { answersJson } from "../../src/Responses/AnswerWire.js"
 import { BENCH_PLAN } from "./Dataset.js"
 
 export const root = join(import.meta.dir, "..", "..")
@@ -127,6 +128,10 @@ export const bulkResponses = (
     "INSERT INTO responses (id, survey_id, external_user_id, completed, completed_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
   )
   const insertAnswer = db.prepare("INSERT INTO answers (response_id, question_id, value, \"values\") VALUES (?, ?, ?, ?)")
+  // The response's rendering of its answers (src/Responses/AnswerDocuments.ts), as the service's writers store it.
+  const render = db.prepare(
+    "UPDATE responses SET answers_json = ?, answers_layout = (SELECT answer_layout FROM surveys WHERE id = ?) WHERE id = ?"
+  )
   const rnd = random(seed)
   const start = Date.UTC(2026, 0, 2)
   const batch = 50_000
@@ -139,13 +144,17 @@ export const bulkResponses = (
         insertResponse.run(id, surveyId, i % 7 === 0 ? `user-${i}` : null, completed ? 1 : 0,
           completed ? iso(created + 60_000) : null, iso(created), iso(created))
         const answered = completed ? questions.length : Math.floor(rnd() * questions.length)
+        const written: Array<{ questionId: string; value: string; values: Array<string>; type: string; position: number }> = []
         for (let k = 0; k < answered; k++) {
           const q = questions[k]
           if (q === undefined || rnd() < 0.05) continue
           const values = answerFor(q, rnd, i)
           if (values.length === 0) continue
-          insertAnswer.run(id, questionId(surveyId, q), storedValue(q.type, values), JSON.stringify(values))
+          const answer = { questionId: questionId(surveyId, q), value: storedValue(q.type, values), values, type: q.type, position: k + 1 }
+          insertAnswer.run(id, answer.questionId, answer.value, JSON.stringify(values))
+          written.push(answer)
         }
+        render.run(answersJson(written, (a) => a.values), surveyId, id)
       }
     })()
   }

@@ -21,4 +21,7 @@ export const preEncoded = <S extends Schema.Schema.Any>(
 export const preEncodedJson = <S extends Schema.Schema.Any>(
   _schema: S,
   json: string
-): HttpServerResponse.HttpServerResponse => HttpServerResponse.text(json, { contentType: "application/json" })
+): HttpServerResponse.HttpServerResponse =>
+  // The text goes to Bun's Response as it is (Bun writes it and its Content-Length): encoding it
+  // to bytes first, as `HttpServerResponse.text` does, copied every page once more.
+  HttpServerResponse.raw(json, { contentType: "application/json" })

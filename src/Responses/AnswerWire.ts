@@ -68,21 +68,20 @@ const nullable = (text: string | null) => (text === null ? "null" : JSON.stringi
 
 /**
  * The JSON text of one response on the wire, around its already rendered `answers` array: the
- * fields of api-v1 `Response` in the schema's order.
+ * fields of api-v1 `Response` in the schema's order. Positional, for the list's single pass over
+ * value rows.
  */
 export const responseJson = (
-  row: {
-    readonly id: string
-    readonly surveyId: string
-    readonly externalUserId: string | null
-    readonly completedAt: string | null
-    readonly createdAt: string
-    readonly updatedAt: string
-  },
+  id: string,
+  surveyId: string,
+  externalUserId: string | null,
+  completedAt: string | null,
+  createdAt: string,
+  updatedAt: string,
   answers: string
 ): string =>
-  `{"id":${JSON.stringify(row.id)},"surveyId":${JSON.stringify(row.surveyId)},"externalUserId":${
-    nullable(row.externalUserId)
-  },"completed":${row.completedAt !== null},"completedAt":${nullable(row.completedAt)},"createdAt":${
-    JSON.stringify(row.createdAt)
-  },"updatedAt":${JSON.stringify(row.updatedAt)},"answers":${answers}}`
+  `{"id":${JSON.stringify(id)},"surveyId":${JSON.stringify(surveyId)},"externalUserId":${
+    nullable(externalUserId)
+  },"completed":${completedAt !== null},"completedAt":${nullable(completedAt)},"createdAt":${
+    JSON.stringify(createdAt)
+  },"updatedAt":${JSON.stringify(updatedAt)},"answers":${answers}}`

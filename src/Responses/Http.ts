@@ -50,14 +50,11 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
           const after = urlParams.cursor === undefined
             ? Option.none()
             : Option.some(yield* decodeCursor(urlParams.cursor, fingerprint))
-          const rows = yield* responses.list({ surveyId: path.id, status, order, from, after, limit: limit + 1 })
-          const page = rows.slice(0, limit)
-          const last = page[page.length - 1]
-          const nextCursor = rows.length > limit && last !== undefined
-            ? JSON.stringify(encodeCursor({ key: last[order], id: last.id }, fingerprint))
+          const page = yield* responses.page({ surveyId: path.id, status, order, from, after, limit })
+          const nextCursor = page.more && page.last !== undefined
+            ? JSON.stringify(encodeCursor({ key: page.last[order], id: page.last.id }, fingerprint))
             : "null"
-          const items = yield* responses.listedJson(path.id, page)
-          return preEncodedJson(ResponsePage, `{"data":[${items.join(",")}],"nextCursor":${nextCursor}}`)
+          return preEncodedJson(ResponsePage, `{"data":[${page.items}],"nextCursor":${nextCursor}}`)
         }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {

@@ -1,4 +1,4 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { QuestionType, StoredQuestionType } from "../Domain/Question.js"
@@ -46,6 +46,13 @@ export interface ListResponses {
   readonly from: string | undefined
   readonly after: Option.Option<Position>
   readonly limit: number
+}
+
+/** A page of the responses list: the JSON text of its items, where it ended, whether more follow. */
+export interface ListedPage {
+  readonly items: string
+  readonly last: { readonly id: string; readonly createdAt: string; readonly updatedAt: string } | undefined
+  readonly more: boolean
 }
 
 /** A row of the responses list: the response and its stored rendering of `answers`, when current. */
@@ -109,12 +116,16 @@ export const assembleJson = (
 ): Array<string> => {
   const byResponse = answersByResponse(answers)
   return rows.map((row) =>
-    responseJson(
+    listedJson(
       row,
       answersJson(byResponse.get(row.id) ?? [], (a) => parseStoredValues(`${a.responseId}/${a.questionId}`, a.values))
     )
   )
 }
+
+/** One listed response's JSON text around the JSON text of its answers. */
+const listedJson = (row: Omit<ListedResponse, "answersJson">, answers: string) =>
+  responseJson(row.id, row.surveyId, row.externalUserId, row.completedAt, row.createdAt, row.updatedAt, answers)
 
 const listedOf = (row: ReadonlyArray<unknown>): ListedResponse => ({
   id: text(row, 0, "id"),
@@ -169,11 +180,6 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
 
     const reader = yield* Reader
 
-    const page = (r: ListResponses) => {
-      const statement = pageStatement(r)
-      return Effect.map(reader.values(statement.text, statement.params), (rows) => rows.map(listedOf))
-    }
-
     const findOne = SqlSchema.findOne({
       Request: Schema.Struct({ surveyId: Schema.String, id: Schema.String }),
       Result: ResponseRow,
@@ -209,25 +215,62 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         (rows) => rows.map(answerWireRowOf)
       )
 
-    /** The JSON text of each listed response: its stored rendering, or assembled from its answer rows. */
-    const listedJson = (surveyId: string, rows: ReadonlyArray<ListedResponse>) => {
+    /**
+     * One page of `pageSize` responses in the requested order, as the JSON text of the `data`
+     * array's items: one statement, and when every rendering is current (the usual case) one pass
+     * over its value rows that writes each response around its stored rendering. Responses with
+     * a stale rendering are assembled from their answer rows.
+     */
+    const page = (r: ListResponses) => {
+      const statement = pageStatement({ ...r, limit: r.limit + 1 })
+      return Effect.flatMap(reader.values(statement.text, statement.params), (rows): Effect.Effect<ListedPage, SqlError.SqlError> => {
+        const count = Math.min(r.limit, rows.length)
+        const lastRow = count > 0 ? listedOf(rows[count - 1] ?? []) : undefined
+        const last = lastRow === undefined
+          ? undefined
+          : { id: lastRow.id, createdAt: lastRow.createdAt, updatedAt: lastRow.updatedAt }
+        const more = rows.length > r.limit
+        let items = ""
+        for (let i = 0; i < count; i++) {
+          const row = rows[i] ?? []
+          const answers = nullableText(row, 6, "answers_json")
+          if (answers === null) {
+            return Effect.map(
+              withStale(r.surveyId, rows.slice(0, count).map(listedOf)),
+              (texts) => ({ items: texts.join(","), last, more })
+            )
+          }
+          if (i > 0) items += ","
+          items += responseJson(
+            text(row, 0, "id"),
+            text(row, 1, "survey_id"),
+            nullableText(row, 2, "external_user_id"),
+            nullableText(row, 3, "completed_at"),
+            text(row, 4, "created_at"),
+            text(row, 5, "updated_at"),
+            answers
+          )
+        }
+        return Effect.succeed({ items, last, more })
+      })
+    }
+
+    /** Each listed response's JSON text: its stored rendering, or assembled from its answer rows. */
+    const withStale = (surveyId: string, rows: ReadonlyArray<ListedResponse>) => {
       const missing = rows.filter((r) => r.answersJson === null)
-      const stored = (row: ListedResponse) => responseJson(row, row.answersJson ?? "[]")
-      if (missing.length === 0) return Effect.succeed(rows.map(stored))
       return Effect.map(wireAnswersOf(surveyId, missing.map((r) => r.id)), (answers) => {
         const assembled = new Map<string, string>()
         const texts = assembleJson(missing, answers)
         missing.forEach((row, i) => assembled.set(row.id, texts[i] ?? ""))
-        return rows.map((row) => row.answersJson === null ? assembled.get(row.id) ?? "" : stored(row))
+        return rows.map((row) =>
+          row.answersJson === null ? assembled.get(row.id) ?? "" : listedJson(row, row.answersJson)
+        )
       })
     }
 
     return {
-      /** One page in the requested order, with one extra row to tell whether more follow. */
-      list: (req: ListResponses) => page(req).pipe(Effect.orDie),
-      /** The JSON text of each listed response, for a body that skips re-encoding (see Http/PreEncoded). */
-      listedJson: (surveyId: string, rows: ReadonlyArray<ListedResponse>) =>
-        listedJson(surveyId, rows).pipe(Effect.orDie),
+      /** One page in the requested order (`limit` responses) in wire form, for a pre-encoded body. */
+      page: (req: ListResponses) => page(req).pipe(Effect.orDie),
       findById: (surveyId: string, id: string) =>
         findOne({ surveyId, id }).pipe(
           Effect.flatMap(Option.match({
