@@ -41,6 +41,7 @@ import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
 import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
 import { WebhooksHttpLive } from "./Webhooks/Http.js"
 import { PurgeLive } from "./Webhooks/Purge.js"
+import { Redelivery } from "./Webhooks/Redelivery.js"
 import { Signer } from "./Webhooks/Signer.js"
 import { WebhookRepo } from "./Webhooks/WebhookRepo.js"
 
@@ -59,6 +60,7 @@ export const RepositoriesLive = Layer.mergeAll(
   ResponseRepo.Default,
   AggregateRepo.Default,
   WebhookRepo.Default,
+  Redelivery.Default,
   Outbox.Default,
   EmbedSessions.Default,
   RespondentTokens.Default,

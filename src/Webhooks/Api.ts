@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
@@ -6,6 +6,7 @@ import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Error
 import { DisabledReason, EventFilter } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Events/Event.js"
 import { Limit } from "../Domain/Page.js"
+import { IsoInstant } from "../Domain/Time.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyId } from "../Surveys/Api.js"
 
@@ -70,6 +71,35 @@ export const WebhookTestResult = Schema.Struct({
   })
 }).annotations({ identifier: "WebhookTestResult" })
 
+const EventId = HttpApiSchema.param(
+  "eventId",
+  Schema.String.annotations({ description: "An event id (`evt_…`), as in the payload and the delivery log." })
+)
+
+/** The answer of a redelivery (v1-extensions §X1.2). */
+export const Redelivery = Schema.Struct({
+  eventId: Schema.String,
+  queued: Schema.Boolean.annotations({
+    description: "False when a delivery of this event to this webhook was already pending; nothing was added."
+  })
+}).annotations({ identifier: "WebhookRedelivery" })
+
+/** The window to recover (v1-extensions §X1.3). */
+export const RecoveryWindow = Schema.Struct({
+  since: IsoInstant.annotations({ description: "Start of the window, inclusive; at most 30 days ago." }),
+  until: Schema.optional(IsoInstant.annotations({ description: "End of the window, exclusive; default now." }))
+}).annotations({ identifier: "WebhookRecoveryWindow" })
+
+export const Recovery = Schema.Struct({
+  queued: Schema.Int.annotations({ description: "Deliveries queued: events of the window not yet delivered nor pending." })
+}).annotations({ identifier: "WebhookRecovery" })
+
+const redeliverDescription =
+  "Queues the event again for this webhook, whatever its event filter: the same payload bytes and event id, signed with the current secret at a fresh timestamp, first attempt at once and then the whole retry schedule. The event must be of this scope and at most 30 days old (else 404); 400 when no enabled webhook is configured."
+
+const recoverDescription =
+  "Queues one delivery for every event of the scope created in [since, until) whose type the webhook receives, that has no successful delivery in this scope's log and none pending, including events from before the webhook existed or while it was disabled. 400 when `since` is more than 30 days ago or not before `until`, or no enabled webhook is configured."
+
 const LogParams = Schema.Struct({ limit: Schema.optional(Limit) })
 
 export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
@@ -100,6 +130,25 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
         OpenApi.Description,
         "One attempt, no retries, logged; `formId` is the survey id. Answers within the 15 s attempt timeout. 400 when the survey has no enabled webhook."
       )
+  )
+  .add(
+    HttpApiEndpoint.post("redeliver")`/surveys/${SurveyId}/webhook/events/${EventId}/redeliver`
+      .addSuccess(Redelivery, { status: 202 })
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Send one event of this survey to the survey's webhook again")
+      .annotate(OpenApi.Description, redeliverDescription)
+  )
+  .add(
+    HttpApiEndpoint.post("recover")`/surveys/${SurveyId}/webhook/recover`
+      .setPayload(RecoveryWindow)
+      .addSuccess(Recovery, { status: 202 })
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Send the survey's events of a time window that its webhook has not received")
+      .annotate(OpenApi.Description, recoverDescription)
   )
   .add(
     HttpApiEndpoint.get("deliveries")`/surveys/${SurveyId}/webhook/deliveries`
@@ -143,6 +192,24 @@ export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
       .addError(InvalidRequestWire)
       .addError(ForbiddenWire)
       .annotate(OpenApi.Summary, "Send one signed webhook.test event to the workspace webhook")
+  )
+  .add(
+    HttpApiEndpoint.post("redeliver")`/webhooks/events/${EventId}/redeliver`
+      .addSuccess(Redelivery, { status: 202 })
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Send one event of the workspace to the workspace webhook again")
+      .annotate(OpenApi.Description, redeliverDescription)
+  )
+  .add(
+    HttpApiEndpoint.post("recover", "/webhooks/recover")
+      .setPayload(RecoveryWindow)
+      .addSuccess(Recovery, { status: 202 })
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .annotate(OpenApi.Summary, "Send the workspace's events of a time window that its webhook has not received")
+      .annotate(OpenApi.Description, recoverDescription)
   )
   .add(
     HttpApiEndpoint.get("deliveries", "/webhooks/deliveries")

@@ -1,15 +1,16 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Clock, Effect, Either, Layer, Option } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Option } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { AppConfig } from "../Config.js"
-import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
+import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { defaultEventTypes, type EventEnvelope } from "../Events/Event.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import type { WebhookTarget } from "./Api.js"
+import type { RecoveryWindow, WebhookTarget } from "./Api.js"
 import { attemptOnce } from "./Attempt.js"
+import { eventRetention, Redelivery, type WebhookScope } from "./Redelivery.js"
 import { Signer } from "./Signer.js"
 import { parseTarget, resolveTarget } from "./UrlPolicy.js"
 import { type AttemptRow, WebhookRepo } from "./WebhookRepo.js"
@@ -37,6 +38,7 @@ const toAttempt = (row: AttemptRow) => ({
 /** Handlers of api-v1 §4.6 and §4.7. */
 export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const repo = yield* WebhookRepo
+  const redelivery = yield* Redelivery
   const signer = yield* Signer
   const config = yield* AppConfig
 
@@ -127,6 +129,40 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       return { delivered: outcome.ok }
     })
 
+  /** v1-extensions §X1.2: the event must be of the scope and at most 30 days old; then the webhook must be enabled. */
+  const redeliver = (scope: WebhookScope, eventId: string) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const event = yield* redelivery.event(scope, eventId, now)
+      if (Option.isNone(event)) {
+        return yield* new NotFound({
+          message: `No event ${JSON.stringify(eventId.slice(0, 64))} of this ${
+            scope.surveyId === null ? "workspace" : "survey"
+          } in the last 30 days.`
+        })
+      }
+      const webhook = yield* enabledWebhook(scope.workspaceId, scope.surveyId)
+      const queued = yield* redelivery.redeliver({ webhookId: webhook.id, event: event.value, now })
+      return { eventId: event.value.id, queued }
+    })
+
+  /** v1-extensions §X1.3: a window of at most the last 30 days, `since` before `until`. */
+  const recover = (scope: WebhookScope, window: typeof RecoveryWindow.Type) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const until = window.until ?? toIso(now)
+      const oldest = toIso(now - Duration.toMillis(eventRetention))
+      const invalid = (path: string, message: string) =>
+        new InvalidRequest({ message: `Invalid \`${path}\`: ${message}.`, issues: [{ path, message }] })
+      if (window.since < oldest) {
+        return yield* invalid("since", `must not be more than 30 days ago (${oldest} or later)`)
+      }
+      if (window.since >= until) return yield* invalid("since", "must be before `until`")
+      const webhook = yield* enabledWebhook(scope.workspaceId, scope.surveyId)
+      const queued = yield* redelivery.recover({ webhookId: webhook.id, scope, since: window.since, until, now })
+      return { queued }
+    })
+
   const log = (workspaceId: string, surveyId: string | null, limit: number | undefined) =>
     Effect.map(repo.attempts({ workspaceId, surveyId }, limit ?? 25), (rows) => ({ data: rows.map(toAttempt) }))
 
@@ -148,6 +184,16 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
             const survey = yield* access.require(path.id)
             return yield* sendTest(survey.workspaceId, survey.id)
           }))
+        .handle("redeliver", ({ path }) =>
+          Effect.flatMap(
+            access.require(path.id),
+            (survey) => redeliver({ workspaceId: survey.workspaceId, surveyId: survey.id }, path.eventId)
+          ))
+        .handle("recover", ({ path, payload }) =>
+          Effect.flatMap(
+            access.require(path.id),
+            (survey) => recover({ workspaceId: survey.workspaceId, surveyId: survey.id }, payload)
+          ))
     }))
 
   const WorkspaceWebhooksLive = HttpApiBuilder.group(Api, "workspaceWebhooks", (handlers) =>
@@ -169,6 +215,10 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
             return yield* sendTest(key.workspaceId, null)
           }))
+        .handle("redeliver", ({ path }) =>
+          Effect.flatMap(requireWorkspaceKey, (key) => redeliver({ workspaceId: key.workspaceId, surveyId: null }, path.eventId)))
+        .handle("recover", ({ payload }) =>
+          Effect.flatMap(requireWorkspaceKey, (key) => recover({ workspaceId: key.workspaceId, surveyId: null }, payload)))
         .handle("deliveries", ({ urlParams }) =>
           Effect.flatMap(requireWorkspaceKey, (key) => log(key.workspaceId, null, urlParams.limit)))
     ))

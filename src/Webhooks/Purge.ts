@@ -1,17 +1,24 @@
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { periodically } from "../Background/Supervise.js"
 import { DeliverySettings } from "./DeliverySettings.js"
+import { eventRetention, Redelivery } from "./Redelivery.js"
 import { WebhookRepo } from "./WebhookRepo.js"
 
 /** Delivery attempts are kept for 30 days (api-v1 §8). */
 export const attemptRetention = Duration.days(30)
 
-/** Deletes the attempts that are past retention; answers how many. */
+/**
+ * Deletes the attempts past retention, and the events past theirs (kept 30 days for redelivery,
+ * v1-extensions §X1.2) with their finished deliveries; answers how many attempts.
+ */
 export const purgeOnce = Effect.gen(function*() {
   const repo = yield* WebhookRepo
+  const redelivery = yield* Redelivery
   const now = yield* Clock.currentTimeMillis
   const purged = yield* repo.purgeAttempts(now - Duration.toMillis(attemptRetention))
   if (purged > 0) yield* Effect.logInfo("purged webhook delivery attempts").pipe(Effect.annotateLogs({ purged }))
+  const events = yield* redelivery.purgeEvents(now - Duration.toMillis(eventRetention))
+  if (events > 0) yield* Effect.logInfo("purged events past retention").pipe(Effect.annotateLogs({ events }))
   return purged
 }).pipe(Effect.withSpan("Webhooks.purge"))
 

@@ -1,0 +1,304 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Duration, Effect, Schema, TestClock } from "effect"
+import { Webhook } from "standardwebhooks"
+import { toIso } from "../src/Domain/Time.js"
+import { EventEnvelope, type EventType } from "../src/Events/Event.js"
+import { Outbox } from "../src/Events/Outbox.js"
+import { Recovery, Redelivery } from "../src/Webhooks/Api.js"
+import { purgeOnce } from "../src/Webhooks/Purge.js"
+import { Redelivery as RedeliveryService } from "../src/Webhooks/Redelivery.js"
+import { WebhookRepo } from "../src/Webhooks/WebhookRepo.js"
+import { TOKENS } from "./support/Fixtures.js"
+import { bodyOf, call, decodeAs, ErrorCode } from "./support/TestServer.js"
+import { eventually, receiver } from "./support/WebhookReceiver.js"
+import { deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
+
+/** The outbox is polled hourly here, so that the clock moves only when the test moves it. */
+const world = WebhookWorld({ pollInterval: Duration.hours(1) })
+
+const emit = (type: EventType, surveyId: string, workspaceId = "ws_a") =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const outbox = yield* Outbox
+    return yield* sql.withTransaction(outbox.append({ type, workspaceId, surveyId, data: { n: Math.random() } }))
+      .pipe(Effect.orDie)
+  })
+
+const post = (path: string, body?: unknown, token: string = TOKENS.editor) =>
+  call("POST", `/api/v1${path}`, body === undefined ? { token } : { token, body: JSON.stringify(body) })
+
+const settled = eventually(deliveries, (all) => all.every((d) => d.leaseUntil === 0))
+
+const IssueBody = Schema.Struct({
+  code: Schema.String,
+  issues: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
+})
+
+describe("redeliver one event", () => {
+  it.effect("sends the same bytes and event id again, signed with the current secret at a fresh time", () =>
+    Effect.gen(function*() {
+      let status = 200
+      const target = yield* receiver(() => new Response("", { status }))
+      yield* register(target.url, "srv_main")
+      const event = yield* emit("response.completed", "srv_main")
+      yield* TestClock.adjust("1 hour")
+      yield* eventually(target.received, (all) => all.length === 1)
+      yield* settled
+
+      // A new secret and a filter that no longer names the event's type: redelivery still sends it.
+      const registered = yield* call("PUT", "/api/v1/surveys/srv_main/webhook", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ targetUrl: target.url, events: ["survey.closed"] })
+      })
+      const secret = bodyOf(Schema.Struct({ signingSecret: Schema.String }), registered).signingSecret
+      yield* TestClock.adjust("1 hour")
+      status = 500
+      const res = yield* post(`/surveys/srv_main/webhook/events/${event.id}/redeliver`)
+      expect(res.status).toBe(202)
+      expect(bodyOf(Redelivery, res)).toEqual({ eventId: event.id, queued: true })
+      yield* TestClock.adjust("1 hour")
+      const [first, again] = yield* eventually(target.received, (all) => all.length === 2)
+      if (first === undefined || again === undefined) return
+      expect(again.body).toBe(first.body)
+      expect(again.headers["webhook-id"]).toBe(event.id)
+      expect(again.headers["x-service-event-id"]).toBe(event.id)
+      expect(Number(again.headers["webhook-timestamp"])).toBeGreaterThan(Number(first.headers["webhook-timestamp"]))
+      expect(again.headers["webhook-signature"]).toBe(
+        new Webhook(secret).sign(event.id, new Date(Number(again.headers["webhook-timestamp"]) * 1000), again.body)
+      )
+      expect(decodeAs(EventEnvelope, JSON.parse(again.body)).id).toBe(event.id)
+
+      // It failed and waits for its retry: asking again adds nothing.
+      yield* settled
+      const pending = yield* post(`/surveys/srv_main/webhook/events/${event.id}/redeliver`)
+      expect(bodyOf(Redelivery, pending)).toEqual({ eventId: event.id, queued: false })
+      expect((yield* deliveries).filter((d) => d.state === "pending")).toHaveLength(1)
+      // The workspace path answers for the workspace webhook, which there is none of.
+      expect((yield* post(`/webhooks/events/${event.id}/redeliver`)).status).toBe(400)
+    }).pipe(Effect.provide(world), Effect.scoped))
+
+  it.effect("restarts the retry schedule from its first step once the delivery was given up", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver(() => new Response("", { status: 500 }))
+      yield* register(target.url)
+      const event = yield* emit("survey.published", "srv_draft")
+      yield* TestClock.adjust("1 hour")
+      for (let attempt = 1; attempt <= 8; attempt++) {
+        const [delivery] = yield* eventually(deliveries, (all) => all[0]?.attempts === attempt && all[0].leaseUntil === 0)
+        if (delivery === undefined) return
+        if (delivery.state === "pending") {
+          yield* TestClock.adjust(Duration.millis(delivery.nextAttemptAt - (yield* TestClock.currentTimeMillis)))
+        }
+      }
+      expect((yield* deliveries)[0]?.state).toBe("given_up")
+      const res = yield* post(`/webhooks/events/${event.id}/redeliver`)
+      expect(bodyOf(Redelivery, res)).toEqual({ eventId: event.id, queued: true })
+      const queuedAt = yield* TestClock.currentTimeMillis
+      yield* TestClock.adjust("1 hour")
+      const [delivery] = yield* eventually(deliveries, (all) => all[0]?.attempts === 1 && all[0].leaseUntil === 0)
+      const log = yield* loggedAttempts
+      const last = log[log.length - 1]
+      expect(log).toHaveLength(9)
+      // At once (the first poll after queuing), then the schedule's first step: 5 s, up to 10% more.
+      expect(last?.attemptedAt).toBeLessThanOrEqual(queuedAt + Duration.toMillis(Duration.hours(1)))
+      const wait = (delivery?.nextAttemptAt ?? 0) - (last?.attemptedAt ?? 0)
+      expect(wait).toBeGreaterThanOrEqual(5_000)
+      expect(wait).toBeLessThanOrEqual(5_500)
+      expect(delivery?.state).toBe("pending")
+    }).pipe(Effect.provide(world), Effect.scoped))
+
+  it.effect("404 for events of another scope, unknown or older than 30 days; 400 without an enabled webhook; 403", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver(() => new Response("", { status: 410 }))
+      const mine = yield* emit("survey.published", "srv_main")
+      const otherSurvey = yield* emit("survey.published", "srv_draft")
+      const otherWorkspace = yield* emit("survey.published", "srv_other", "ws_b")
+      const code = (res: { status: number; body: unknown }) => [res.status, bodyOf(ErrorCode, res).code]
+
+      // No webhook: 400, once the event is found.
+      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`))).toEqual([400, "invalid_request"])
+      expect(code(yield* post(`/surveys/srv_main/webhook/events/${mine.id}/redeliver`))).toEqual([400, "invalid_request"])
+      yield* register(target.url, "srv_main")
+      yield* register(target.url)
+      for (const path of [`/webhooks/events/${otherWorkspace.id}/redeliver`, "/webhooks/events/evt_nope/redeliver"]) {
+        expect(code(yield* post(path)), path).toEqual([404, "not_found"])
+      }
+      for (const id of [otherSurvey.id, otherWorkspace.id, "evt_nope", "%20"]) {
+        expect(code(yield* post(`/surveys/srv_main/webhook/events/${id}/redeliver`)), id).toEqual([404, "not_found"])
+      }
+      expect(code(yield* post(`/surveys/srv_other/webhook/events/${otherWorkspace.id}/redeliver`))).toEqual([404, "not_found"])
+      expect(code(yield* post(`/surveys/srv_nope/webhook/events/${mine.id}/redeliver`))).toEqual([404, "not_found"])
+      // Roles and scope.
+      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`, undefined, TOKENS.viewer))).toEqual([403, "forbidden"])
+      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`, undefined, TOKENS.limited))).toEqual([403, "forbidden"])
+      expect(code(yield* post(`/surveys/srv_draft/webhook/events/${otherSurvey.id}/redeliver`, undefined, TOKENS.limited)))
+        .toEqual([403, "forbidden"])
+      expect((yield* post(`/surveys/srv_main/webhook/events/${mine.id}/redeliver`, undefined, TOKENS.limited)).status)
+        .toBe(202)
+      // Disabled (the receiver is gone): 400 and nothing queued.
+      yield* TestClock.adjust("1 day")
+      yield* eventually(loggedAttempts, (all) => all.length >= 1)
+      yield* settled
+      const before = yield* deliveries
+      expect(code(yield* post(`/surveys/srv_main/webhook/events/${mine.id}/redeliver`))).toEqual([400, "invalid_request"])
+      expect(yield* deliveries).toEqual(before)
+      // The workspace webhook still works; past 30 days the event is gone.
+      expect((yield* post(`/webhooks/events/${mine.id}/redeliver`)).status).toBe(202)
+      yield* TestClock.adjust("30 days")
+      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`))).toEqual([404, "not_found"])
+    }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })), Effect.scoped))
+})
+
+describe("recover a window", () => {
+  it.effect("queues the scope's events of the window that were not delivered, before the webhook and while disabled", () =>
+    Effect.gen(function*() {
+      let status = 200
+      const target = yield* receiver(() => new Response("", { status }))
+      yield* TestClock.adjust("1 day")
+      const start = yield* TestClock.currentTimeMillis
+      // Before the webhook existed: one event it receives, one it does not, one of another survey.
+      const before = yield* emit("response.completed", "srv_main")
+      yield* emit("response.created", "srv_main")
+      yield* emit("response.completed", "srv_draft")
+      yield* TestClock.adjust("1 minute")
+      yield* register(target.url, "srv_main")
+      const delivered = yield* emit("survey.closed", "srv_main")
+      yield* TestClock.adjust("1 hour")
+      yield* eventually(target.received, (all) => all.length === 1)
+      yield* settled
+
+      // Gone: disabled; the next event is not queued for it.
+      status = 410
+      const gone = yield* emit("survey.published", "srv_main")
+      yield* TestClock.adjust("1 hour")
+      yield* eventually(target.received, (all) => all.length === 2)
+      yield* settled
+      const missed = yield* emit("survey.closed", "srv_main")
+      yield* TestClock.adjust("1 hour")
+
+      const recover = (body: unknown) => post("/surveys/srv_main/webhook/recover", body)
+      expect((yield* recover({ since: toIso(start) })).status).toBe(400)
+      status = 200
+      yield* call("PUT", "/api/v1/surveys/srv_main/webhook", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ targetUrl: target.url })
+      })
+      const until = toIso((yield* TestClock.currentTimeMillis) + 1)
+      const res = yield* recover({ since: toIso(start), until })
+      expect(res.status).toBe(202)
+      expect(bodyOf(Recovery, res)).toEqual({ queued: 3 })
+      // Right after, they are pending (or delivered): nothing more.
+      expect(bodyOf(Recovery, yield* recover({ since: toIso(start) }))).toEqual({ queued: 0 })
+      yield* TestClock.adjust("1 hour")
+      const received = yield* eventually(target.received, (all) => all.length === 5)
+      const ids = received.slice(2).map((r) => r.headers["webhook-id"]).sort()
+      expect(ids).toEqual([before.id, gone.id, missed.id].sort())
+      yield* settled
+      expect(bodyOf(Recovery, yield* recover({ since: toIso(start) }))).toEqual({ queued: 0 })
+      expect(received.map((r) => r.headers["webhook-id"])).not.toContain(undefined)
+      expect(received.filter((r) => r.headers["webhook-id"] === delivered.id)).toHaveLength(1)
+    }).pipe(Effect.provide(world), Effect.scoped))
+
+  it.effect("refuses windows older than 30 days, empty or reversed, and malformed instants; changes nothing", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      yield* emit("survey.published", "srv_main")
+      yield* register(target.url)
+      yield* TestClock.adjust("40 days")
+      const now = yield* TestClock.currentTimeMillis
+      const day = Duration.toMillis(Duration.days(1))
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [{ since: toIso(now - 31 * day) }, "since"],
+        [{ since: toIso(now - day), until: toIso(now - 2 * day) }, "since"],
+        [{ since: toIso(now - day), until: toIso(now - day) }, "since"],
+        [{ since: toIso(now + day) }, "since"],
+        [{ since: "2026-02-30T00:00:00Z" }, "since"],
+        [{ since: "yesterday" }, "since"],
+        [{ since: "2026-01-01T00:00:00" }, "since"],
+        [{ since: toIso(now - day), until: "tomorrow" }, "until"],
+        [{ until: toIso(now) }, "since"],
+        [{ since: 5 }, "since"]
+      ]
+      for (const [body, path] of cases) {
+        for (const scope of ["/webhooks/recover", "/surveys/srv_main/webhook/recover"]) {
+          const res = yield* post(scope, body)
+          expect(res.status, `${scope} ${JSON.stringify(body)}`).toBe(400)
+          const error = bodyOf(IssueBody, res)
+          expect(error.code).toBe("invalid_request")
+          expect(error.issues.map((i) => i.path), JSON.stringify(body)).toContain(path)
+        }
+      }
+      expect((yield* post("/webhooks/recover", "not json")).status).toBe(400)
+      expect((yield* post("/webhooks/recover", { since: toIso(now - day) }, TOKENS.viewer)).status).toBe(403)
+      expect((yield* post("/webhooks/recover", { since: toIso(now - day) }, TOKENS.limited)).status).toBe(403)
+      expect((yield* post("/surveys/srv_draft/webhook/recover", { since: toIso(now - day) }, TOKENS.limited)).status)
+        .toBe(403)
+      expect((yield* post("/surveys/srv_other/webhook/recover", { since: toIso(now - day) })).status).toBe(404)
+      // No survey webhook: 400.
+      expect((yield* post("/surveys/srv_main/webhook/recover", { since: toIso(now - day) })).status).toBe(400)
+      expect(yield* deliveries).toEqual([])
+      // The one event is 40 days old: outside any window that may be asked for.
+      expect(bodyOf(Recovery, yield* post("/webhooks/recover", { since: toIso(now - 30 * day) }))).toEqual({ queued: 0 })
+    }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })), Effect.scoped))
+})
+
+describe("event retention", () => {
+  it.effect("events are kept 30 days for redelivery, then purged with their finished deliveries", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      yield* register(target.url)
+      const old = yield* emit("survey.published", "srv_main")
+      yield* TestClock.adjust("1 day")
+      yield* eventually(deliveries, (all) => all[0]?.state === "delivered")
+      yield* TestClock.adjust("28 days")
+      yield* purgeOnce
+      const sql = yield* SqlClient.SqlClient
+      const ids = sql<{ readonly id: string }>`SELECT id FROM events ORDER BY seq`.pipe(Effect.orDie)
+      expect((yield* ids).map((e) => e.id)).toEqual([old.id])
+      expect((yield* post(`/webhooks/events/${old.id}/redeliver`)).status).toBe(202)
+      yield* TestClock.adjust("1 day")
+      yield* eventually(deliveries, (all) => all[0]?.state === "delivered")
+      // Past 30 days the periodic purge removes it with its finished delivery.
+      yield* TestClock.adjust("2 days")
+      yield* eventually(ids, (rows) => rows.length === 0)
+      expect(yield* deliveries).toEqual([])
+      expect((yield* post(`/webhooks/events/${old.id}/redeliver`)).status).toBe(404)
+      // An event not yet fanned out stays, whatever its age.
+      const redelivery = yield* RedeliveryService
+      const webhooks = yield* WebhookRepo
+      const fresh = yield* emit("survey.closed", "srv_main")
+      expect(yield* redelivery.purgeEvents((yield* TestClock.currentTimeMillis) + 1)).toBe(0)
+      expect((yield* ids).map((e) => e.id)).toEqual([fresh.id])
+      expect((yield* webhooks.find("ws_a", null))._tag).toBe("Some")
+    }).pipe(
+      Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })),
+      Effect.scoped
+    ))
+})
+
+describe("a recovery storm", () => {
+  it.live("does not starve another webhook: each keeps its share of the worker", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const released = Effect.runPromise(Deferred.await(release))
+      const stuck = yield* receiver(() => released.then(() => new Response("ok")))
+      const other = yield* receiver()
+      for (let i = 0; i < 40; i++) yield* emit("response.completed", "srv_draft")
+      const since = toIso((yield* TestClock.currentTimeMillis) - 60_000)
+      yield* register(stuck.url)
+      const storm = yield* post("/webhooks/recover", { since })
+      expect(bodyOf(Recovery, storm)).toEqual({ queued: 40 })
+      // The stuck webhook holds its share of slots and no more.
+      yield* eventually(stuck.received, (all) => all.length === 2)
+      yield* register(other.url, "srv_main")
+      const event = yield* emit("survey.closed", "srv_main")
+      const [arrived] = yield* eventually(other.received, (all) => all.length === 1)
+      expect(arrived?.headers["webhook-id"]).toBe(event.id)
+      expect((yield* stuck.received).length).toBeLessThanOrEqual(2)
+      yield* Deferred.succeed(release, undefined)
+      yield* eventually(deliveries, (all) => all.length === 42 && all.every((d) => d.state === "delivered"), {
+        tries: 1000
+      })
+    }).pipe(Effect.provide(WebhookWorld({ maxConcurrent: 4, perWebhook: 2 })), Effect.scoped))
+})
