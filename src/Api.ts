@@ -2,6 +2,7 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./Analytics/Api.js"
 import { EmbedSessionsApi } from "./Embeds/Api.js"
 import { ErasuresApi } from "./Erasures/Api.js"
+import { describeWireErrors } from "./Http/OpenApiWire.js"
 import { UsageApi } from "./Quota/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
@@ -25,6 +26,10 @@ export class Api extends HttpApi.make("survey-service")
     version: "1.0.0",
     description: "Read surveys, questions, responses and analytics; manage signed webhooks; create embed sessions; " +
       "report the request quota. Every call needs `Authorization: Bearer <API_KEY>`. Errors answer " +
-      "`{\"code\", \"message\"}` (with `issues` for invalid_request)."
+      "`{\"code\", \"message\"}`, and invalid_request adds `issues` (`[{\"path\", \"message\"}]`). " +
+      "Two answers come from the HTTP server itself, before the service sees the request, with an empty body: " +
+      "413 when a request body exceeds 1 MiB, and 431 when the request line and headers exceed 16 KiB " +
+      "(in practice a URL longer than about 16,000 characters).",
+    transform: describeWireErrors
   }))
 {}

@@ -4,8 +4,8 @@ import { Schema } from "effect"
 /** One field-level problem inside an `invalid_request` answer. */
 export const Issue = Schema.Struct({
   path: Schema.String.annotations({ description: "Where the problem is: a parameter or a dotted body path." }),
-  message: Schema.String
-}).annotations({ identifier: "Issue" })
+  message: Schema.String.annotations({ description: "What is wrong there, in one line." })
+}).annotations({ identifier: "InvalidRequestIssue", description: "One field-level problem of an invalid_request answer." })
 export type Issue = typeof Issue.Type
 
 const wire = <Code extends string, Self extends { readonly message: string }>(
@@ -101,20 +101,18 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   message: Schema.String,
   issues: Schema.optional(Schema.Array(Issue))
 }) {}
+/** The wire form always carries `issues`, empty when no single field is at fault. */
 export const InvalidRequestWire = Schema.transform(
   Schema.Struct({
     code: Schema.Literal("invalid_request"),
     message: Schema.String,
-    issues: Schema.optional(Schema.Array(Issue))
+    issues: Schema.Array(Issue)
   }),
   Schema.typeSchema(InvalidRequest),
   {
     strict: true,
-    decode: ({ issues, message }) => new InvalidRequest(issues === undefined ? { message } : { message, issues }),
-    encode: (error) =>
-      error.issues === undefined
-        ? { code: "invalid_request" as const, message: error.message }
-        : { code: "invalid_request" as const, message: error.message, issues: error.issues }
+    decode: ({ issues, message }) => new InvalidRequest({ message, issues }),
+    encode: (error) => ({ code: "invalid_request" as const, message: error.message, issues: error.issues ?? [] })
   }
 ).annotations({
   ...HttpApiSchema.annotations({ status: 400 }),
