@@ -84,6 +84,30 @@ layer(TestServer(csvFixture))("GET /api/v1/surveys/{id}/responses?format=csv", (
       expect(rows.map((r) => r[6])).toEqual(Array.from({ length: 4321 }, (_, i) => String(i)))
     }))
 
+  it.effect("GET /surveys/{id}/responses.csv answers the same download, with the same filters", () =>
+    Effect.gen(function*() {
+      for (
+        const filters of ["", "?status=completed", "?status=incomplete&limit=1000&cursor=%25%25",
+          `?createdAfter=${new Date(Date.UTC(2026, 2, 1) + 15 * 1000).toISOString()}`]
+      ) {
+        const viaFormat = yield* get(
+          `/api/v1/surveys/srv_csv/responses?format=csv${filters.replace("?", "&")}`,
+          TOKENS.editor
+        )
+        const viaPath = yield* get(`/api/v1/surveys/srv_csv/responses.csv${filters}`, TOKENS.editor)
+        expect(viaPath.status, filters).toBe(200)
+        expect(viaPath.text, filters).toBe(viaFormat.text)
+        expect(viaPath.headers["content-type"], filters).toBe(viaFormat.headers["content-type"])
+        expect(viaPath.headers["content-disposition"], filters).toBe(viaFormat.headers["content-disposition"])
+      }
+      const missing = yield* get("/api/v1/surveys/srv_other/responses.csv", TOKENS.editor)
+      expect(missing.status).toBe(404)
+      expect(missing.body).toMatchObject({ code: "not_found" })
+      const bad = yield* get("/api/v1/surveys/srv_csv/responses.csv?createdAfter=2026-02-30T00:00:00Z", TOKENS.editor)
+      expect(bad.body).toMatchObject({ code: "invalid_request", issues: [{ path: "createdAfter" }] })
+      expect((yield* get("/api/v1/surveys/srv_csv/responses.csv")).status).toBe(401)
+    }))
+
   it.effect("answers errors as JSON like the paged list", () =>
     Effect.gen(function*() {
       const missing = yield* get("/api/v1/surveys/srv_other/responses?format=csv", TOKENS.editor)

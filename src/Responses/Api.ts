@@ -10,9 +10,8 @@ import { SurveyId } from "../Surveys/Api.js"
 
 export const ResponsePage = Page(SurveyResponse, "ResponsePage")
 
-export const ResponseListParams = Schema.Struct({
-  limit: Schema.optional(Limit),
-  cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." })),
+/** The filters the page and the CSV export share. */
+const ResponseFilters = {
   createdAfter: Schema.optional(IsoInstant.annotations({
     description: "Only responses created at or after this instant (inclusive); filters on createdAt."
   })),
@@ -23,11 +22,26 @@ export const ResponseListParams = Schema.Struct({
   })),
   status: Schema.optional(ResponseStatusFilter.annotations({
     description: "all (default), completed, or incomplete (abandoned)."
-  })),
-  format: Schema.optional(Schema.Literal("csv").annotations({
-    description: "csv: stream the filtered set as a text/csv download, unpaginated (cursor and limit do not apply)."
   }))
+}
+
+export const ResponseListParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." })),
+  ...ResponseFilters,
+  format: Schema.optional(Schema.Literal("csv"))
 })
+
+export const ResponseExportParams = Schema.Struct(ResponseFilters)
+
+/** RFC 4180 CSV, as the export streams it. */
+export const ResponsesCsv = HttpApiSchema.Text({ contentType: "text/csv" }).annotations({
+  description: "RFC 4180 CSV (UTF-8, CRLF): responseId, surveyId, externalUserId, completed, createdAt, " +
+    "completedAt, then one column per question in survey order. Served as an attachment."
+})
+
+const isFormat = (parameter: unknown) =>
+  typeof parameter === "object" && parameter !== null && "name" in parameter && parameter.name === "format"
 
 export class ResponsesApi extends HttpApiGroup.make("responses")
   .add(
@@ -42,26 +56,35 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .annotate(
         OpenApi.Description,
         "Ordered by createdAt then id; with updatedAfter, by updatedAt then id (sync by change). " +
-          "Cursors are bound to the survey and the filters they were issued for."
+          "Cursors are bound to the survey and the filters they were issued for.\n\n" +
+          "This operation always answers a JSON page. The same path with `format=csv` answers the CSV export " +
+          "instead (text/csv, unpaginated; cursor and limit do not apply): that request is documented as the " +
+          "operation `responses.exportCsv` (`GET /api/v1/surveys/{id}/responses.csv`), which answers the same " +
+          "bytes, so that a generated client types this operation's answer as the page."
       )
+      // `format` selects the other representation; it is documented with that operation.
       .annotate(OpenApi.Transform, (operation) => ({
         ...operation,
-        responses: {
-          ...operation.responses,
-          200: {
-            ...operation.responses?.[200],
-            content: {
-              ...operation.responses?.[200]?.content,
-              "text/csv": {
-                schema: {
-                  type: "string",
-                  description: "With format=csv: RFC 4180 CSV, one line per response, one column per question."
-                }
-              }
-            }
-          }
-        }
+        parameters: Array.isArray(operation.parameters)
+          ? operation.parameters.filter((parameter) => !isFormat(parameter))
+          : operation.parameters
       }))
+  )
+  .add(
+    HttpApiEndpoint.get("exportCsv")`/surveys/${SurveyId}/responses.csv`
+      .setUrlParams(ResponseExportParams)
+      .addSuccess(ResponsesCsv)
+      .addError(InvalidRequestWire)
+      .addError(ForbiddenWire)
+      .addError(NotFoundWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(OpenApi.Summary, "Export responses of a survey as CSV")
+      .annotate(
+        OpenApi.Description,
+        "The filtered set, unpaginated, streamed row by row as a CSV download. " +
+          "`GET /api/v1/surveys/{id}/responses?format=csv` (api-v1 §4.3) is the same request and answers the same bytes; " +
+          "cursor and limit are ignored on both."
+      )
   )
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyId}/responses/${

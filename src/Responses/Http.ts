@@ -7,7 +7,7 @@ import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { preEncodedJson } from "../Http/PreEncoded.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import { ResponsePage } from "./Api.js"
+import { ResponseExportParams, ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
 import { ResponseDeletion } from "./ResponseDeletion.js"
 import { type ListOrder, ResponseRepo } from "./ResponseRepo.js"
@@ -19,27 +19,36 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     const questions = yield* QuestionRepo
     const sql = yield* SqlClient.SqlClient
     const deletion = yield* ResponseDeletion
+    /** The survey, once the key may read it and the filters go together. */
+    const filtered = Effect.fnUntraced(function*(surveyId: string, filters: typeof ResponseExportParams.Type) {
+      yield* access.require(surveyId)
+      if (filters.createdAfter !== undefined && filters.updatedAfter !== undefined) {
+        return yield* new InvalidRequest({
+          message: "Use either createdAfter or updatedAfter, not both: each has its own order.",
+          issues: [{ path: "updatedAfter", message: "cannot be combined with createdAfter" }]
+        })
+      }
+    })
+
+    const exportCsv = Effect.fnUntraced(function*(surveyId: string, filters: typeof ResponseExportParams.Type) {
+      const columns = (yield* questions.listForSurvey(surveyId)).filter(isApiQuestion)
+      return csvResponse(sql, {
+        surveyId,
+        questions: columns,
+        status: filters.status ?? "all",
+        createdAfter: filters.createdAfter,
+        updatedAfter: filters.updatedAfter
+      })
+    })
+
     return handlers
+      .handle("exportCsv", ({ path, urlParams }) =>
+        Effect.zipRight(filtered(path.id, urlParams), exportCsv(path.id, urlParams)))
       .handle("list", ({ path, urlParams }) =>
         Effect.gen(function*() {
-          yield* access.require(path.id)
-          if (urlParams.createdAfter !== undefined && urlParams.updatedAfter !== undefined) {
-            return yield* new InvalidRequest({
-              message: "Use either createdAfter or updatedAfter, not both: each has its own order.",
-              issues: [{ path: "updatedAfter", message: "cannot be combined with createdAfter" }]
-            })
-          }
+          yield* filtered(path.id, urlParams)
+          if (urlParams.format === "csv") return yield* exportCsv(path.id, urlParams)
           const status = urlParams.status ?? "all"
-          if (urlParams.format === "csv") {
-            const columns = (yield* questions.listForSurvey(path.id)).filter(isApiQuestion)
-            return csvResponse(sql, {
-              surveyId: path.id,
-              questions: columns,
-              status,
-              createdAfter: urlParams.createdAfter,
-              updatedAfter: urlParams.updatedAfter
-            })
-          }
           const limit = urlParams.limit ?? 25
           const order: ListOrder = urlParams.updatedAfter === undefined ? "createdAt" : "updatedAt"
           const from = urlParams.updatedAfter ?? urlParams.createdAfter
