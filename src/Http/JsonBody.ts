@@ -9,6 +9,13 @@ import { InvalidRequest, InvalidRequestWire } from "../Domain/Errors.js"
  */
 export const MAX_JSON_DEPTH = 64
 
+/**
+ * Largest `/api/v1` request body. Every body the API takes (an embed session, webhook settings) is
+ * a few hundred bytes; a larger declared one is refused before it is read, a larger streamed one
+ * once read. The HTTP server refuses any body over 1 MiB before the service sees it.
+ */
+export const MAX_API_BODY_BYTES = 64 * 1024
+
 /** Whether a JSON text nests arrays and objects deeper than `max`, in one pass without recursion. */
 export const exceedsJsonDepth = (text: string, max: number = MAX_JSON_DEPTH): boolean => {
   let depth = 0
@@ -48,13 +55,19 @@ export const tooDeep = () =>
     issues: [{ path: "", message: `at most ${MAX_JSON_DEPTH} levels of nesting` }]
   })
 
+export const tooLarge = () =>
+  new InvalidRequest({
+    message: `The request body exceeds ${MAX_API_BODY_BYTES} bytes.`,
+    issues: [{ path: "", message: `at most ${MAX_API_BODY_BYTES} bytes` }]
+  })
+
 const readsBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
 
 /**
  * The body rules of the write endpoints, applied after authorization and before the body is
- * parsed: a Content-Type other than `application/json` is refused, and so is JSON nested deeper
- * than `MAX_JSON_DEPTH`. Other bodies (form fields, multipart) would otherwise be read as if
- * they were JSON, or fail inside the HTTP layer.
+ * parsed: a Content-Type other than `application/json` is refused, and so is a body larger than
+ * `MAX_API_BODY_BYTES` or JSON nested deeper than `MAX_JSON_DEPTH`. Other bodies (form fields,
+ * multipart) would otherwise be read as if they were JSON, or fail inside the HTTP layer.
  */
 export class JsonBody extends HttpApiMiddleware.Tag<JsonBody>()("Http/JsonBody", {
   failure: InvalidRequestWire
@@ -67,10 +80,13 @@ export const JsonBodyLive = Layer.succeed(
     if (!readsBody(request.method)) return
     const contentType = request.headers["content-type"]
     if (!isJsonContentType(contentType)) return yield* notJsonContentType(contentType ?? "")
-    if (request.headers["content-length"] === undefined && request.headers["transfer-encoding"] === undefined) return
+    const declared = request.headers["content-length"]
+    if (declared === undefined && request.headers["transfer-encoding"] === undefined) return
+    if (Number(declared) > MAX_API_BODY_BYTES) return yield* tooLarge()
     // The text is kept by the request, so the parse that follows reads it from memory. A body
     // that cannot be read is answered by that parse.
     const text = yield* Effect.orElseSucceed(request.text, () => "")
+    if (Buffer.byteLength(text) > MAX_API_BODY_BYTES) return yield* tooLarge()
     if (exceedsJsonDepth(text)) return yield* tooDeep()
   })
 )

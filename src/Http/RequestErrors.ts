@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
 import { InvalidRequest, InvalidRequestWire, type Issue } from "../Domain/Errors.js"
 
@@ -26,38 +26,6 @@ export const toInvalidRequest = (error: HttpApiError.HttpApiDecodeError): Invali
   })
 }
 
-/**
- * Largest `/api/v1` request body. Every body the API takes (an embed session, webhook settings) is
- * a few hundred bytes; a larger declared one is refused before it is read. The HTTP server refuses
- * any body over `MAX_REQUEST_BODY_BYTES`, declared or not, before the service sees it.
- */
-export const MAX_API_BODY_BYTES = 64 * 1024
-
-/** The HTTP server's limit for every request body (the respondent API takes up to 256 KiB). */
-export const MAX_REQUEST_BODY_BYTES = 1024 * 1024
-
-const tooLarge = HttpServerResponse.unsafeJson(
-  encodeInvalidRequest(
-    new InvalidRequest({
-      message: `The request body exceeds ${MAX_API_BODY_BYTES} bytes.`,
-      issues: [{ path: "", message: `at most ${MAX_API_BODY_BYTES} bytes` }]
-    })
-  ),
-  { status: 400 }
-)
-
-/**
- * API-level middleware: a body declared larger than `MAX_API_BODY_BYTES` is refused unread, and a
- * decode failure leaves as `invalid_request` with the documented body, before the framework's own
- * encoder would answer it with its internal shape.
- */
-export const RequestErrorsLive = HttpApiBuilder.middleware((app) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const declared = Number(request.headers["content-length"] ?? "0")
-    return declared > MAX_API_BODY_BYTES ? Effect.succeed(tooLarge) : answered(app)
-  })
-)
-
 const answered = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.catchAllCause(app, (cause) => {
     const failure: unknown = Option.getOrUndefined(Cause.failureOption(cause))
@@ -74,3 +42,14 @@ const answered = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse
       ? Effect.succeed(HttpServerResponse.unsafeJson(encodeInvalidRequest(toInvalidRequest(failure)), { status: 400 }))
       : Effect.failCause(cause)
   })
+
+/** The HTTP server's limit for every request body (the respondent API takes up to 256 KiB). */
+export const MAX_REQUEST_BODY_BYTES = 1024 * 1024
+
+/**
+ * API-level middleware: a decode failure leaves as `invalid_request` with the documented body,
+ * before the framework's own encoder would answer it with its internal shape. (The size and shape
+ * of bodies are checked by `JsonBody`, once the key is known.)
+ */
+export const RequestErrorsLive = HttpApiBuilder.middleware(answered)
+
