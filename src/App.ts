@@ -13,6 +13,7 @@ import { EmbedSessions } from "./Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "./Embeds/Http.js"
 import { ErasuresLive } from "./Erasures/Http.js"
 import { Outbox } from "./Events/Outbox.js"
+import { Idempotency, IdempotencyPurgeLive } from "./Http/Idempotency.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
@@ -65,6 +66,7 @@ export const RepositoriesLive = Layer.mergeAll(
   EmbedSessions.Default,
   RespondentTokens.Default,
   RespondentPurge.Default,
+  Idempotency.Default,
   UsageStoreSql
 )
 
@@ -139,7 +141,13 @@ export const HttpLive = Layer.unwrapEffect(
 )
 
 /** Everything that runs in the background of a server. */
-export const BackgroundLive = Layer.mergeAll(DeliveryWorkerLive, PurgeLive, AggregatorLive, RespondentPurgeLive)
+export const BackgroundLive = Layer.mergeAll(
+  DeliveryWorkerLive,
+  PurgeLive,
+  AggregatorLive,
+  RespondentPurgeLive,
+  IdempotencyPurgeLive
+)
 
 /** Only the webhook delivery worker and its attempt purge. */
 export const WebhookBackgroundLive = Layer.mergeAll(DeliveryWorkerLive, PurgeLive)

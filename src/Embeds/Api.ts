@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyId } from "../Surveys/Api.js"
 
@@ -22,6 +23,7 @@ export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
   .add(
     HttpApiEndpoint.post("create")`/surveys/${SurveyId}/embed-sessions`
       .setPayload(EmbedSessionRequest)
+      .setHeaders(IdempotencyHeaders)
       .addSuccess(EmbedSession, { status: 201 })
       .addError(InvalidRequestWire)
       .addError(ForbiddenWire)
@@ -30,8 +32,9 @@ export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
       .annotate(
         OpenApi.Description,
         "Creates a URL, valid for one hour and for one load, that shows the survey to one user of the integrator. " +
-          "Editor keys only; the survey must be published."
+          "Editor keys only; the survey must be published. Safe to retry with an Idempotency-Key (per workspace, 24 hours)."
       )
+      .annotate(OpenApi.Transform, documentReplayHeader(201))
   )
   .middleware(JsonBody)
   .middleware(WriteAccess)

@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
+import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
 import { InvalidRequest, InvalidRequestWire, type Issue, type NotFound } from "../Domain/Errors.js"
 import { exceedsJsonDepth, isJsonContentType, notJsonContentType, tooDeep } from "../Http/JsonBody.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
@@ -114,6 +115,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
     const tokens = yield* RespondentTokens
     const embeds = yield* EmbedSessions
     const writer = yield* ResponseWriter
+    const idempotency = yield* Idempotency
 
     const liveSurvey = (surveyId: string) =>
       Effect.map(surveys.findById(surveyId), Option.filter((s) => s.trashed === 0))
@@ -213,10 +215,23 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
     const createResponse = Effect.gen(function*() {
       const who = yield* respondent
       if (Option.isNone(who)) return unauthorized
-      return yield* answerWith(
-        Effect.flatMap(submission, (body) => writer.create(who.value, body)),
-        (saved) => HttpServerResponse.unsafeJson({ responseId: saved.responseId }, { status: 201 })
-      )
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const started = Effect.gen(function*() {
+        const key = yield* idempotencyKeyOf(request.headers["idempotency-key"])
+        const body = yield* submission
+        return yield* idempotency.once(
+          {
+            scope: { _tag: "Respondent", tokenHash: who.value.tokenHash },
+            key,
+            request: requestHash("POST", "/respond/v1/responses", body)
+          },
+          Effect.map(writer.create(who.value, body), (saved) => ({
+            status: 201,
+            body: JSON.stringify({ responseId: saved.responseId })
+          }))
+        )
+      })
+      return yield* answerWith(started, answerResponse)
     })
 
     const updateResponse = Effect.gen(function*() {

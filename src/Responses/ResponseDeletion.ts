@@ -4,6 +4,7 @@ import { AggregateRepo } from "../Analytics/AggregateRepo.js"
 import { apply, emptyAggregates } from "../Analytics/Compute.js"
 import { EventEnvelope } from "../Events/Event.js"
 import { Outbox } from "../Events/Outbox.js"
+import { requestHash, scopeText } from "../Http/Idempotency.js"
 
 const chunk = 500
 
@@ -84,7 +85,8 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         const ids = doomed.map((d) => d.id)
         yield* subtractContributions(ids)
         yield* reducePayloads(doomed)
-        // A remembered first answer of the respondent API names the response it created.
+        // A remembered first answer of the respondent API names the response it created; its scope
+        // is the respondent token's (scopeText of a "Respondent" scope).
         for (const id of ids) {
           yield* sql`DELETE FROM idempotency_keys WHERE body = ${JSON.stringify({ responseId: id })} AND scope IN (
             SELECT 'respondent:' || token_hash FROM respondent_responses WHERE response_id = ${id})`
@@ -145,6 +147,15 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         SELECT id FROM embed_sessions WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId})`
       yield* sql`DELETE FROM embed_sessions
         WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId}`
+      // Remembered answers of embed session requests for the person (they hold its one-time URL).
+      const surveys = yield* sql<{ readonly id: string }>`SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId}`
+      const hashes = surveys.map((s) =>
+        requestHash("POST", `/surveys/${s.id}/embed-sessions`, { externalUserId: input.externalUserId })
+      )
+      for (const part of Arr.chunksOf(hashes, chunk)) {
+        yield* sql`DELETE FROM idempotency_keys
+          WHERE scope = ${scopeText({ _tag: "Workspace", workspaceId: input.workspaceId })} AND request_hash IN ${sql.in(part)}`
+      }
       return doomed.length
     }, (effect) => Effect.orDie(sql.withTransaction(effect)))
 

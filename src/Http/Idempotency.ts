@@ -1,0 +1,166 @@
+import { HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Either, Layer, Option, Schedule, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { periodically } from "../Background/Supervise.js"
+import { InvalidRequest } from "../Domain/Errors.js"
+
+/** How long the first answer to a request with an `Idempotency-Key` is kept (v1-extensions §X2.4). */
+export const IDEMPOTENCY_WINDOW_MILLIS = 24 * 3_600_000
+
+/** The request header, and the header that marks a replayed answer. */
+export const IDEMPOTENCY_HEADER = "Idempotency-Key"
+export const REPLAYED_HEADER = "Idempotent-Replayed"
+
+const keyShape = /^[\x20-\x7e]{1,255}$/
+
+/**
+ * The request header as an HttpApi endpoint declares it (header names are lower case there). Its
+ * format is checked by `idempotencyKeyOf`, so that a bad key answers with the issue path
+ * `Idempotency-Key`.
+ */
+export const IdempotencyHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(Schema.String.annotations({
+    description: "1 to 255 printable ASCII characters. Within 24 hours a request repeating the key with the same " +
+      "body gets the first answer again (same status and body, header Idempotent-Replayed: true) and changes " +
+      "nothing; the same key with another body answers 400 (issue path Idempotency-Key)."
+  }))
+})
+
+/** Adds the replay header to the OpenAPI description of a creation's success answer. */
+export const documentReplayHeader = (status: number) => (operation: Record<string, unknown>) => {
+  const responses = Schema.decodeUnknownSync(Schema.Record({ key: Schema.String, value: Schema.Unknown }))(
+    operation["responses"] ?? {}
+  )
+  const success = Schema.decodeUnknownSync(Schema.Record({ key: Schema.String, value: Schema.Unknown }))(
+    responses[String(status)] ?? {}
+  )
+  return {
+    ...operation,
+    responses: {
+      ...responses,
+      [String(status)]: {
+        ...success,
+        headers: {
+          [REPLAYED_HEADER]: {
+            description: "`true` when this is the stored first answer to an earlier request with the same Idempotency-Key.",
+            schema: { type: "string", enum: ["true"] }
+          }
+        }
+      }
+    }
+  }
+}
+
+const invalidKey = (message: string) =>
+  new InvalidRequest({
+    message: `Invalid \`${IDEMPOTENCY_HEADER}\` header: ${message}.`,
+    issues: [{ path: IDEMPOTENCY_HEADER, message }]
+  })
+
+/** The header's value when one was sent: 1 to 255 printable ASCII characters, else 400. */
+export const idempotencyKeyOf = (header: string | undefined): Either.Either<Option.Option<string>, InvalidRequest> =>
+  header === undefined
+    ? Either.right(Option.none())
+    : keyShape.test(header)
+    ? Either.right(Option.some(header))
+    : Either.left(invalidKey("expected 1 to 255 printable ASCII characters"))
+
+/** A stored or fresh answer: the status and the exact body text. */
+export interface Answer {
+  readonly status: number
+  readonly body: string
+}
+
+/** Whose keys these are: a workspace (API keys) or one respondent token. */
+export type IdempotencyScope =
+  | { readonly _tag: "Workspace"; readonly workspaceId: string }
+  | { readonly _tag: "Respondent"; readonly tokenHash: string }
+
+/** The stored form of a scope (`idempotency_keys.scope`). */
+export const scopeText = (scope: IdempotencyScope): string =>
+  scope._tag === "Workspace" ? `workspace:${scope.workspaceId}` : `respondent:${scope.tokenHash}`
+
+/** What identifies a request beside its key: method, path and the decoded body, hashed. */
+export const requestHash = (method: string, path: string, body: unknown): string =>
+  createHash("sha256").update(`${method} ${path}\n${JSON.stringify(body)}`).digest("base64url")
+
+/** The JSON answer of a creation, with `Idempotent-Replayed: true` when it is a replay. */
+export const answerResponse = (answer: Answer & { readonly replayed: boolean }) =>
+  HttpServerResponse.text(answer.body, {
+    status: answer.status,
+    contentType: "application/json",
+    headers: answer.replayed ? { [REPLAYED_HEADER]: "true" } : {}
+  })
+
+/**
+ * Creations that a client may retry safely. The key is claimed by inserting its row in the
+ * transaction that creates the thing, and the row's primary key (scope, key) is what decides
+ * between two requests carrying one key: the second waits for the first's transaction and then
+ * finds the stored answer. A creation that fails stores nothing, so a retry runs it again.
+ */
+export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const claim = (scope: string, key: string, hash: string, now: number) =>
+      sql<{ readonly scope: string }>`INSERT INTO idempotency_keys
+          (scope, idempotency_key, request_hash, status, body, created_at)
+        VALUES (${scope}, ${key}, ${hash}, 0, '', ${now})
+        ON CONFLICT (scope, idempotency_key) DO UPDATE SET
+          request_hash = excluded.request_hash, status = 0, body = '', created_at = excluded.created_at
+          WHERE idempotency_keys.created_at <= ${now - IDEMPOTENCY_WINDOW_MILLIS}
+        RETURNING scope`
+
+    /**
+     * Runs `create` once per key and scope within 24 hours: a repeat with the same request gets
+     * the first answer again (`replayed: true`), one with another request 400 and nothing runs.
+     * Without a key, `create` just runs.
+     */
+    const once = <E, R>(
+      input: { readonly scope: IdempotencyScope; readonly key: Option.Option<string>; readonly request: string },
+      create: Effect.Effect<Answer, E, R>
+    ): Effect.Effect<Answer & { readonly replayed: boolean }, E | InvalidRequest, R> => {
+      if (Option.isNone(input.key)) return Effect.map(create, (answer) => ({ ...answer, replayed: false }))
+      const key = input.key.value
+      const scope = scopeText(input.scope)
+      return Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* claim(scope, key, input.request, now).pipe(Effect.orDie)
+        if (claimed.length > 0) {
+          const answer = yield* create
+          yield* sql`UPDATE idempotency_keys SET status = ${answer.status}, body = ${answer.body}
+            WHERE scope = ${scope} AND idempotency_key = ${key}`.pipe(Effect.orDie)
+          return { ...answer, replayed: false }
+        }
+        const stored = yield* sql<{ readonly requestHash: string; readonly status: number; readonly body: string }>`
+          SELECT request_hash, status, body FROM idempotency_keys
+          WHERE scope = ${scope} AND idempotency_key = ${key}`.pipe(Effect.orDie)
+        const first = stored[0]
+        if (first === undefined) return yield* Effect.dieMessage("idempotency key neither claimed nor stored")
+        if (first.requestHash !== input.request) {
+          return yield* invalidKey("this key was used in the last 24 hours for another request")
+        }
+        return { status: first.status, body: first.body, replayed: true }
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+    }
+
+    /** Deletes answers older than the window; answers how many. */
+    const prune = Effect.fn("Idempotency.prune")(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const removed = yield* sql`DELETE FROM idempotency_keys WHERE created_at <= ${now - IDEMPOTENCY_WINDOW_MILLIS}
+        RETURNING scope`.pipe(Effect.orDie)
+      return removed.length
+    })
+
+    return { once, prune } as const
+  })
+}) {}
+
+/** Prunes expired idempotency answers at start and then every hour while the server runs. */
+export const IdempotencyPurgeLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const idempotency = yield* Idempotency
+    yield* periodically("idempotency key purge", idempotency.prune(), Schedule.spaced("1 hour"))
+  })
+)
