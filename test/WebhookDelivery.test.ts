@@ -7,10 +7,9 @@ import { DeliveryLog } from "../src/Webhooks/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { bodyOf, decodeAs, get } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
-import { complete, deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
+import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
 
 /** Lets real I/O (the receiver, the attempt) make progress while the test clock stands still. */
-const settle = Effect.promise(() => Bun.sleep(30))
 
 describe("webhook delivery", () => {
   it.live("fans one event out to the survey and the workspace webhook, each signed with its own secret", () =>
@@ -25,7 +24,7 @@ describe("webhook delivery", () => {
 
       const [toSurvey] = yield* eventually(surveyTarget.received, (all) => all.length >= 1)
       const toWorkspace = yield* eventually(workspaceTarget.received, (all) => all.length >= 2)
-      if (toSurvey === undefined) return
+      if (toSurvey === undefined) return yield* Effect.dieMessage("no delivery to the survey webhook")
       const published = decodeAs(EventEnvelope, new Webhook(surveySecret).verify(toSurvey.body, toSurvey.headers))
       expect(published["type"]).toBe("survey.published")
       expect(published["formId"]).toBe("srv_draft")
@@ -62,6 +61,8 @@ describe("webhook delivery", () => {
       yield* eventually(loggedAttempts, (all) => all.length === 1)
       const expected = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]
       for (const [index, delay] of expected.entries()) {
+        // The previous attempt is settled and the worker has gone back to sleep.
+        yield* workerAsleep
         const before = yield* loggedAttempts
         const previous = before[before.length - 1]
         const [delivery] = yield* deliveries
@@ -71,11 +72,12 @@ describe("webhook delivery", () => {
         const wait = delivery.nextAttemptAt - previous.attemptedAt
         expect(wait, `delay ${index + 1}`).toBeGreaterThanOrEqual(delay)
         expect(wait, `delay ${index + 1}`).toBeLessThanOrEqual(delay * 1.1)
-        // Just before the due time nothing happens...
+        // Just before the due time the worker claims nothing and sleeps until at least the due time...
         const now = yield* TestClock.currentTimeMillis
         yield* TestClock.adjust(Duration.millis(delivery.nextAttemptAt - now - 1))
-        yield* settle
-        expect(yield* loggedAttempts).toHaveLength(index + 1)
+        const quiet = yield* workerAsleep
+        expect(claimedIn(quiet)).toBe(0)
+        expect(quiet.sleepUntil).toBeGreaterThanOrEqual(delivery.nextAttemptAt)
         // ...and at the due time the next attempt runs.
         yield* TestClock.adjust("1 millis")
         const after = yield* eventually(loggedAttempts, (all) => all.length === index + 2)
@@ -84,8 +86,9 @@ describe("webhook delivery", () => {
       const [last] = yield* deliveries
       expect(last?.state).toBe("given_up")
       expect(last?.attempts).toBe(8)
+      yield* workerAsleep
       yield* TestClock.adjust("10 days")
-      yield* settle
+      expect(claimedIn(yield* workerAsleep)).toBe(0)
       expect(yield* loggedAttempts).toHaveLength(8)
       const received = yield* target.received
       expect(received).toHaveLength(8)

@@ -82,7 +82,7 @@ describe("the running service", () => {
       const all = yield* eventually(target.received, (all) => all.length === 2, { tries: 1000, everyMillis: 20 })
       const retried = all[1]
       expect(retried?.headers["webhook-id"]).toBe(refused?.headers["webhook-id"])
-      if (retried === undefined) return
+      if (retried === undefined) return yield* Effect.dieMessage("no retried delivery")
       const event = Schema.decodeUnknownSync(EventEnvelope)(
         new Webhook(registered.signingSecret).verify(retried.body, retried.headers)
       )

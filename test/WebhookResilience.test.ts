@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Layer, Scope, TestClock } from "effect"
+import { Duration, Effect, Exit, Layer, Logger, Queue, Scope, TestClock } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -10,9 +10,8 @@ import { Signer } from "../src/Webhooks/Signer.js"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
 import { WebhookRepo } from "../src/Webhooks/WebhookRepo.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
-import { complete, deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
+import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
 
-const settle = Effect.promise(() => Bun.sleep(30))
 
 /** A resolver that answers from a script, one answer per lookup, and counts the lookups. */
 const scriptedResolver = (answers: ReadonlyArray<string>) => {
@@ -63,20 +62,31 @@ describe("URL policy at delivery time", () => {
 })
 
 describe("supervision and durability", () => {
-  it.live("the worker loop restarts after a defect and then delivers", () =>
-    Effect.gen(function*() {
+  it.effect("the worker loop logs a defect, restarts a second later by the clock, and then delivers", () => {
+    const failures = Effect.runSync(Queue.unbounded<string>())
+    const recordFailures = Logger.add(Logger.make(({ message }) => {
+      const text = Array.isArray(message) ? message.join(" ") : String(message)
+      if (text.includes("failed; restarting")) Queue.unsafeOffer(failures, text)
+    }))
+    return Effect.gen(function*() {
       const target = yield* receiver()
       yield* register(target.url)
       const sql = yield* SqlClient.SqlClient
-      // Pull the cursor table away: every round of the loop now dies.
+      // Pull the cursor table away: the next round of the loop dies before it claims anything.
       yield* sql`ALTER TABLE outbox_cursors RENAME TO outbox_cursors_away`
       const event = yield* complete("srv_main")
-      yield* Effect.promise(() => Bun.sleep(300))
-      expect(yield* target.received).toHaveLength(0)
+      const start = yield* TestClock.currentTimeMillis
+      yield* TestClock.adjust("100 millis")
+      expect(yield* Queue.take(failures)).toMatch(/^webhook delivery worker failed; restarting/)
       yield* sql`ALTER TABLE outbox_cursors_away RENAME TO outbox_cursors`
-      const [delivered] = yield* eventually(target.received, (all) => all.length === 1)
+      yield* TestClock.adjust("1 second")
+      const [delivered] = yield* target.receivedAtLeast(1)
       expect(delivered?.headers["webhook-id"]).toBe(event.id)
-    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
+      // The loop came back one restart delay after the failure, not before.
+      const [attempt] = yield* eventually(loggedAttempts, (all) => all.length === 1)
+      expect(attempt?.attemptedAt).toBe(start + 1_100)
+    }).pipe(Effect.provide(WebhookWorld().pipe(Layer.provide(recordFailures))), Effect.scoped)
+  })
 
   it.live("an attempt that dies is returned to the queue and delivered by a later round", () => {
     let calls = 0
@@ -113,8 +123,7 @@ describe("supervision and durability", () => {
       const claimed = yield* repo.claim({ now: 0, free: 10, perWebhook: 10, inFlight: new Map(), leaseMillis: 30_000 })
       expect(claimed.map((c) => c.eventId)).toEqual([event.id])
       yield* TestClock.adjust("29 seconds")
-      yield* settle
-      expect(yield* target.received).toHaveLength(0)
+      expect(claimedIn(yield* workerAsleep)).toBe(0)
       yield* TestClock.adjust("1 second")
       const [delivered] = yield* eventually(target.received, (all) => all.length === 1)
       expect(delivered?.headers["x-service-event-id"]).toBe(event.id)

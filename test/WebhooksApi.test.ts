@@ -263,7 +263,7 @@ layer(TestServer(baseFixture), { excludeTestServices: true })("POST /webhooks/te
       expect(res.body).toEqual({ delivered: true })
       const [delivery] = yield* target.received
       expect(delivery).toBeDefined()
-      if (delivery === undefined) return
+      if (delivery === undefined) return yield* Effect.dieMessage("no delivery received")
       const verified = decodeAs(EventEnvelope, new Webhook(secret).verify(delivery.body, delivery.headers))
       expect(verified["type"]).toBe("webhook.test")
       expect(verified["formId"]).toBeNull()

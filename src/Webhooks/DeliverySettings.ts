@@ -1,4 +1,4 @@
-import { Context, Duration } from "effect"
+import { Context, Duration, type Effect } from "effect"
 
 /** Tuning of the delivery worker; the defaults are the production values. */
 export class DeliverySettings extends Context.Reference<DeliverySettings>()("Webhooks/DeliverySettings", {
@@ -17,5 +17,27 @@ export class DeliverySettings extends Context.Reference<DeliverySettings>()("Web
     batch: 1000,
     /** How often attempts past retention are deleted. */
     purgeInterval: Duration.hours(1)
+  })
+}) {}
+
+/** What one round of the delivery worker did, and when it means to look again. */
+export interface DeliveryRound {
+  /** When the round started. */
+  readonly at: number
+  /** Deliveries it claimed and started attempting. */
+  readonly claimed: number
+  /** Attempts in flight once it was done. */
+  readonly inFlight: number
+  /** Until when the worker sleeps unless a finishing attempt wakes it. */
+  readonly sleepUntil: number
+}
+
+/**
+ * Told about every finished round of the delivery worker: nothing in production; tests wait on
+ * it to know that the worker has looked at the outbox and what it did, rather than sleeping.
+ */
+export class DeliveryRounds extends Context.Reference<DeliveryRounds>()("Webhooks/DeliveryRounds", {
+  defaultValue: (): { readonly completed: ((round: DeliveryRound) => Effect.Effect<void>) | undefined } => ({
+    completed: undefined
   })
 }) {}

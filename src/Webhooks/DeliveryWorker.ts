@@ -3,7 +3,7 @@ import { supervise } from "../Background/Supervise.js"
 import type { AppConfig } from "../Config.js"
 import { attemptOnce } from "./Attempt.js"
 import { type ClaimedRow, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
-import { DeliverySettings } from "./DeliverySettings.js"
+import { DeliveryRounds, DeliverySettings } from "./DeliverySettings.js"
 import { nextAttemptAt } from "./RetrySchedule.js"
 import type { AttemptOutcome } from "./Sender.js"
 import type { Signer } from "./Signer.js"
@@ -63,6 +63,7 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
 export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const repo = yield* DeliveryRepo
   const settings = yield* DeliverySettings
+  const observer = (yield* DeliveryRounds).completed
   const wake = yield* Queue.sliding<void>(1)
   const slots = new Slots(settings.maxConcurrent)
   const attempts = yield* FiberSet.make()
@@ -105,7 +106,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   let fanned = 0
   const worthARound = Math.max(1, Math.floor(settings.perWebhook / 2))
 
-  /** One round; answers how long to wait before the next one unless something wakes the worker. */
+  /** One round; answers what it claimed and how long to wait before the next one unless something wakes the worker. */
   const round = Effect.gen(function*() {
     slots.takeFinished()
     const now = yield* Clock.currentTimeMillis
@@ -113,6 +114,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       fanned = yield* repo.fanOut(now, settings.batch)
       lastFanOut = now
     }
+    let claimed = 0
     if (slots.free > 0) {
       const rows = yield* repo.claim({
         now,
@@ -121,15 +123,19 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         inFlight: slots.perWebhook,
         leaseMillis: Duration.toMillis(settings.lease)
       })
+      claimed = rows.length
       for (const row of rows) {
         slots.take(row.webhookId)
         yield* FiberSet.run(attempts, run(row))
       }
     }
-    if (fanned >= settings.batch) return 0
-    const next = yield* repo.nextWake(now)
-    // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
-    return next === null || next <= now ? pollMillis : Math.min(next - now, pollMillis)
+    let wait = 0
+    if (fanned < settings.batch) {
+      const next = yield* repo.nextWake(now)
+      // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
+      wait = next === null || next <= now ? pollMillis : Math.min(next - now, pollMillis)
+    }
+    return { at: now, claimed, wait }
   })
 
   /**
@@ -147,8 +153,10 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
 
   const loop = Effect.gen(function*() {
-    const wait = yield* round
-    if (wait > 0) yield* awaitWork((yield* Clock.currentTimeMillis) + wait)
+    const { at, claimed, wait } = yield* round
+    const deadline = (yield* Clock.currentTimeMillis) + wait
+    if (observer !== undefined) yield* observer({ at, claimed, inFlight: slots.inFlight, sleepUntil: deadline })
+    if (wait > 0) yield* awaitWork(deadline)
   }).pipe(Effect.forever)
 
   yield* supervise("webhook delivery writer", settler)

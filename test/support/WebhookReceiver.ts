@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Stream, SubscriptionRef } from "effect"
 
 /** One request as a webhook receiver saw it. */
 export interface Received {
@@ -11,6 +11,8 @@ export interface Receiver {
   readonly url: string
   readonly port: number
   readonly received: Effect.Effect<ReadonlyArray<Received>>
+  /** Waits until at least `count` requests have arrived (a signal, not a poll); answers all of them. */
+  readonly receivedAtLeast: (count: number) => Effect.Effect<ReadonlyArray<Received>>
 }
 
 /**
@@ -23,6 +25,7 @@ export const receiver = (
 ) =>
   Effect.gen(function*() {
     const log: Array<Received> = []
+    const arrived = yield* SubscriptionRef.make(0)
     const server = yield* Effect.acquireRelease(
       Effect.sync(() =>
         Bun.serve({
@@ -34,6 +37,7 @@ export const receiver = (
             const body = await request.text()
             const headers = Object.fromEntries(request.headers.entries())
             log.push({ headers, body, host: headers["host"] ?? "" })
+            Effect.runSync(SubscriptionRef.set(arrived, log.length))
             return answer(request)
           }
         })
@@ -44,7 +48,13 @@ export const receiver = (
     return {
       url: `${scheme}://127.0.0.1:${server.port}/hook`,
       port: server.port ?? 0,
-      received: Effect.sync((): ReadonlyArray<Received> => [...log])
+      received: Effect.sync((): ReadonlyArray<Received> => [...log]),
+      receivedAtLeast: (count) =>
+        arrived.changes.pipe(
+          Stream.takeUntil((n) => n >= count),
+          Stream.runDrain,
+          Effect.zipRight(Effect.sync((): ReadonlyArray<Received> => [...log]))
+        )
     } satisfies Receiver
   })
 

@@ -1,25 +1,83 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+import { Chunk, Clock, Context, Effect, Layer, Queue, Ref } from "effect"
 import { WebhookBackgroundLive } from "../../src/App.js"
 import type { AppSettings } from "../../src/Config.js"
 import { Outbox } from "../../src/Events/Outbox.js"
 import { WebhookRegistered } from "../../src/Webhooks/Api.js"
-import { DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
+import { type DeliveryRound, DeliveryRounds, DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
 import type { Signer } from "../../src/Webhooks/Signer.js"
 import { baseFixture, TOKENS } from "./Fixtures.js"
 import { bodyOf, call, TestServer } from "./TestServer.js"
 
 type Settings = typeof DeliverySettings.Service
 
-/** The HTTP API and the webhook workers over one in-memory database seeded with the base fixture. */
+/** Every round the delivery worker reports, in order. */
+export class WorkerRounds extends Context.Tag("test/WorkerRounds")<WorkerRounds, {
+  readonly queue: Queue.Queue<DeliveryRound>
+  /** The latest round a test has taken from the queue. */
+  readonly latest: Ref.Ref<DeliveryRound | undefined>
+}>() {}
+
+const WorkerRoundsLive = Layer.effect(
+  WorkerRounds,
+  Effect.all({ queue: Queue.unbounded<DeliveryRound>(), latest: Ref.make<DeliveryRound | undefined>(undefined) })
+)
+const ReportRounds = Layer.effect(
+  DeliveryRounds,
+  Effect.map(WorkerRounds, ({ queue }) => ({
+    completed: (round: DeliveryRound) => Queue.offer(queue, round).pipe(Effect.asVoid)
+  }))
+)
+
+/**
+ * The production graph with the webhook worker and its purge running, over a database of its
+ * own seeded with the base fixture; the worker reports its rounds to `WorkerRounds`.
+ */
 export const WebhookWorld = (
   settings: Partial<Settings> = {},
   signer?: Layer.Layer<Signer>,
   app: Partial<AppSettings> = {}
 ) =>
   TestServer(baseFixture, app, { background: WebhookBackgroundLive, ...(signer === undefined ? {} : { signer }) }).pipe(
-    Layer.provide(Layer.succeed(DeliverySettings, { ...DeliverySettings.defaultValue(), ...settings }))
+    Layer.provide(Layer.succeed(DeliverySettings, { ...DeliverySettings.defaultValue(), ...settings })),
+    Layer.provide(ReportRounds),
+    Layer.provideMerge(WorkerRoundsLive)
   )
+
+/** Waits for the worker's next round that satisfies `check`; answers every round seen meanwhile. */
+export const roundWhere = (check: (round: DeliveryRound) => boolean) =>
+  Effect.gen(function*() {
+    const { latest, queue } = yield* WorkerRounds
+    const seen: Array<DeliveryRound> = []
+    while (true) {
+      const round = yield* Queue.take(queue)
+      yield* Ref.set(latest, round)
+      seen.push(round)
+      if (check(round)) return seen
+    }
+  })
+
+/**
+ * Waits until the worker, with nothing in flight, has gone to sleep past the current (test)
+ * clock time: from then on it cannot act before the clock moves. Answers the rounds it ran since
+ * the last call, so that a test can check that none of them claimed anything, and until when it sleeps.
+ */
+export const workerAsleep = Effect.gen(function*() {
+  const { latest, queue } = yield* WorkerRounds
+  const now = yield* Clock.currentTimeMillis
+  const seen = [...Chunk.toReadonlyArray(yield* Queue.takeAll(queue))]
+  let last = seen[seen.length - 1] ?? (yield* Ref.get(latest))
+  while (last === undefined || last.inFlight > 0 || last.sleepUntil <= now) {
+    last = yield* Queue.take(queue)
+    seen.push(last)
+  }
+  yield* Ref.set(latest, last)
+  return { rounds: seen, sleepUntil: last.sleepUntil }
+})
+
+/** The deliveries claimed over `rounds`. */
+export const claimedIn = ({ rounds }: { readonly rounds: ReadonlyArray<DeliveryRound> }) =>
+  rounds.reduce((sum, round) => sum + round.claimed, 0)
 
 /** Registers a webhook through the API and answers its signing secret. */
 export const register = (targetUrl: string, surveyId?: string, token: string = TOKENS.editor) =>
