@@ -92,6 +92,9 @@ layer(TestDatabase())("query plans", (it) => {
         yield* plan(`${select} AND completed = ? AND (updated_at, id) > (?, ?) ${order}`, ["s", 0, "t", "i"]),
         "responses_by_status_updated"
       )
+      // Each save reads the survey's latest updatedAt (src/Responses/ChangeClock.ts): one seek.
+      const latest = yield* plan(`SELECT MAX(updated_at) FROM responses WHERE survey_id = ?`, ["s"])
+      expect(latest).toMatch(/SEARCH responses USING COVERING INDEX responses_by(_status)?_updated/)
     }))
 
   it.effect("answers of a page come from the primary key", () =>

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, FastCheck as fc, Schema, TestClock } from "effect"
+import { Effect, FastCheck as fc, Ref, Schema, TestClock } from "effect"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
@@ -180,10 +180,61 @@ const changeBehindTheCursor: ReadonlyArray<Op> = [
 let run = 0
 
 /**
- * Runs `ops` against a fresh survey: saves through the respondent API, and an integrator reading
- * pages of `limit` with `updatedAfter` = the largest updatedAt it has seen, then polling until
- * nothing new comes. Its copy must equal the survey's responses as they are.
+ * An integrator keeping a copy of one survey's responses: it reads pages of `limit` with
+ * `updatedAfter` = the largest updatedAt it has seen when its previous walk ended, and upserts
+ * what it reads by id.
  */
+const integrator = (surveyId: string, limit: number) => {
+  const copy = new Map<string, Item>()
+  let largest = "1970-01-01T00:00:00.000Z"
+  let cursor: string | null = null
+  let walkFrom = largest
+
+  const readPage = Effect.gen(function*() {
+    const query: string = `updatedAfter=${walkFrom}&limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`
+    const page = yield* list(surveyId, query)
+    for (const item of page.data) {
+      const known = copy.get(item.id)
+      if (known === undefined || known.updatedAt <= item.updatedAt) copy.set(item.id, item)
+      if (item.updatedAt > largest) largest = item.updatedAt
+    }
+    cursor = page.nextCursor
+    // A finished walk: the next poll starts at the largest updatedAt seen.
+    if (cursor === null) walkFrom = largest
+  })
+
+  /** Finishes the walk in progress, then polls until a poll brings back only what the copy has. */
+  const settle = Effect.gen(function*() {
+    for (let i = 0; i < 200 && cursor !== null; i++) yield* readPage
+    for (let i = 0; i < 50; i++) {
+      const before = JSON.stringify([...copy.entries()])
+      yield* readPage
+      for (let j = 0; j < 200 && cursor !== null; j++) yield* readPage
+      if (JSON.stringify([...copy.entries()]) === before) break
+    }
+    return copy
+  })
+
+  return { readPage, settle }
+}
+
+/** The survey's responses as they are, walked in createdAt order. */
+const truthOf = (surveyId: string) =>
+  Effect.gen(function*() {
+    const truth = new Map<string, Item>()
+    let after: string | null = null
+    for (let i = 0; i < 100; i++) {
+      const page: typeof PageBody.Type = yield* list(surveyId, `limit=100${after === null ? "" : `&cursor=${after}`}`)
+      for (const item of page.data) truth.set(item.id, item)
+      after = page.nextCursor
+      if (after === null) break
+    }
+    return truth
+  })
+
+const sorted = (map: ReadonlyMap<string, Item>) => new Map([...map].sort())
+
+/** Runs `ops` against a fresh survey: saves through the respondent API between an integrator's pages. */
 const pollingCopy = (ops: ReadonlyArray<Op>, limit: number) =>
   Effect.gen(function*() {
     const surveyId = `srv_poll_${run++}`
@@ -191,26 +242,7 @@ const pollingCopy = (ops: ReadonlyArray<Op>, limit: number) =>
     yield* TestClock.setTime(Date.parse("2026-05-01T00:00:00.000Z"))
     const token = yield* respondentToken(surveyId)
     const started: Array<{ id: string; finished: boolean }> = []
-    // The integrator's side: its copy, the largest updatedAt it has seen, the walk in progress.
-    const copy = new Map<string, Item>()
-    let largest = "1970-01-01T00:00:00.000Z"
-    let cursor: string | null = null
-    let walkFrom = largest
-
-    const readPage = Effect.gen(function*() {
-      const query: string = `updatedAfter=${walkFrom}&limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`
-      const page = yield* list(surveyId, query)
-      for (const item of page.data) {
-        const known = copy.get(item.id)
-        if (known === undefined || known.updatedAt <= item.updatedAt) copy.set(item.id, item)
-        if (item.updatedAt > largest) largest = item.updatedAt
-      }
-      cursor = page.nextCursor
-      // A finished walk: the next poll starts at the largest updatedAt seen.
-      if (cursor === null) walkFrom = largest
-      return page.data.length
-    })
-
+    const copy = integrator(surveyId, limit)
     for (const op of ops) {
       switch (op.kind) {
         case "start":
@@ -224,32 +256,56 @@ const pollingCopy = (ops: ReadonlyArray<Op>, limit: number) =>
           break
         }
         case "page":
-          yield* readPage
+          yield* copy.readPage
           break
         case "clock":
           yield* TestClock.setTime(Date.parse("2026-05-01T00:00:00.000Z") + op.deltaMillis)
           break
       }
     }
-    // Finish the walk in progress, then poll until a poll brings back only what the copy has.
-    for (let i = 0; i < 200 && cursor !== null; i++) yield* readPage
-    for (let i = 0; i < 50; i++) {
-      const before = JSON.stringify([...copy.entries()])
-      yield* readPage
-      for (let j = 0; j < 200 && cursor !== null; j++) yield* readPage
-      if (JSON.stringify([...copy.entries()]) === before) break
-    }
-
-    const truth = new Map<string, Item>()
-    let after: string | null = null
-    for (let i = 0; i < 100; i++) {
-      const page: typeof PageBody.Type = yield* list(surveyId, `limit=100${after === null ? "" : `&cursor=${after}`}`)
-      for (const item of page.data) truth.set(item.id, item)
-      after = page.nextCursor
-      if (after === null) break
-    }
+    const truth = yield* truthOf(surveyId)
     expect(truth.size).toBe(started.length)
-    expect(new Map([...copy].sort())).toEqual(new Map([...truth].sort()))
+    expect(sorted(yield* copy.settle)).toEqual(sorted(truth))
+  })
+
+/** Each writer saves through its own respondent token: a new response, or its last unfinished one again. */
+const writerArb = fc.array(
+  fc.record({ fresh: fc.boolean(), finished: fc.boolean(), tickMillis: fc.integer({ min: 0, max: 2 }) }),
+  { minLength: 1, maxLength: 8 }
+)
+type Saves = typeof writerArb extends fc.Arbitrary<infer A> ? A : never
+
+/**
+ * Writers and the integrator run at once: the integrator's pages are read on the service's read
+ * connection while the writers' transactions commit on the other.
+ */
+const concurrentCopy = (writers: ReadonlyArray<Saves>, limit: number) =>
+  Effect.gen(function*() {
+    const surveyId = `srv_poll_${run++}`
+    const question = yield* newSurvey(surveyId)
+    yield* TestClock.setTime(Date.parse("2026-05-01T00:00:00.000Z"))
+    const copy = integrator(surveyId, limit)
+    const done = yield* Ref.make(false)
+    const write = (saves: Saves) =>
+      Effect.gen(function*() {
+        const token = yield* respondentToken(surveyId)
+        let open: string | null = null
+        for (const s of saves) {
+          // The wall clock moves on now and then; most saves land within one millisecond of another.
+          yield* TestClock.adjust(`${s.tickMillis} millis`)
+          if (s.fresh || open === null) open = yield* save(token, question, s.finished)
+          else yield* save(token, question, s.finished, open)
+          if (s.finished) open = null
+        }
+      })
+    const poll = Effect.gen(function*() {
+      for (let i = 0; i < 2000 && !(yield* Ref.get(done)); i++) yield* copy.readPage
+    })
+    yield* Effect.all([
+      Effect.all(writers.map(write), { concurrency: "unbounded" }).pipe(Effect.ensuring(Ref.set(done, true))),
+      poll
+    ], { concurrency: "unbounded" })
+    expect(sorted(yield* copy.settle)).toEqual(sorted(yield* truthOf(surveyId)))
   })
 
 layer(TestServer(baseFixture))("sync by change, polled", (it) => {
@@ -261,5 +317,12 @@ layer(TestServer(baseFixture))("sync by change, polled", (it) => {
     { ops: fc.array(opArb, { minLength: 1, maxLength: 40 }), limit: fc.integer({ min: 1, max: 3 }) },
     ({ limit, ops }) => pollingCopy(ops, limit),
     { fastCheck: { numRuns: 40 } }
+  )
+
+  it.effect.prop(
+    "a copy polling while several respondents save at once ends equal to the survey's responses",
+    { writers: fc.array(writerArb, { minLength: 1, maxLength: 4 }), limit: fc.integer({ min: 1, max: 3 }) },
+    ({ limit, writers }) => concurrentCopy(writers, limit),
+    { fastCheck: { numRuns: 30 } }
   )
 })
