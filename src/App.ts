@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Effect, FiberRef, Layer, Logger } from "effect"
+import { Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
@@ -14,6 +14,7 @@ import { EmbedSessionsLive } from "./Embeds/Http.js"
 import { ErasuresLive } from "./Erasures/Http.js"
 import { Outbox } from "./Events/Outbox.js"
 import { Idempotency, IdempotencyPurgeLive } from "./Http/Idempotency.js"
+import { idleTimeoutFor } from "./Http/IdleTimeout.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
@@ -31,7 +32,7 @@ import { CsvIgnoresPagingLive } from "./Responses/CsvParams.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
-import { SqlLive } from "./Sql/Database.js"
+import { busyTimeoutMs, SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
 import { Reader } from "./Sql/Reader.js"
 import { SurveysLive } from "./Surveys/Http.js"
@@ -39,6 +40,7 @@ import { SurveyAccess } from "./Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
 import { SurveyRepo } from "./Surveys/SurveyRepo.js"
 import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
+import { DeliverySettings } from "./Webhooks/DeliverySettings.js"
 import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
 import { WebhooksHttpLive } from "./Webhooks/Http.js"
 import { PurgeLive } from "./Webhooks/Purge.js"
@@ -168,11 +170,16 @@ export const makeServe = (parts: Partial<ServeParts> = {}) =>
 /** The production server: the serve graph on a Bun server on the configured port. Needs the core. */
 export const ServerLive = (settings: AppSettings) =>
   makeServe().pipe(
-    Layer.provide(BunHttpServer.layer({
-      port: settings.port,
-      hostname: "0.0.0.0",
-      maxRequestBodySize: MAX_REQUEST_BODY_BYTES
-    }))
+    Layer.provide(Layer.unwrapEffect(Effect.map(DeliverySettings, (delivery) =>
+      BunHttpServer.layer({
+        port: settings.port,
+        hostname: "0.0.0.0",
+        maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
+        idleTimeout: idleTimeoutFor(
+          Duration.max(Duration.decode(delivery.attemptTimeout), Duration.millis(busyTimeoutMs(settings)))
+        )
+      })
+    )))
   )
 
 /** The core for settings read once: what every command runs on. */

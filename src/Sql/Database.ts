@@ -3,7 +3,7 @@ import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Effect, Layer } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { AppConfig } from "../Config.js"
+import { AppConfig, type AppSettings } from "../Config.js"
 
 /**
  * A name transform remembered per name: the client renames every column of every row it reads,
@@ -34,6 +34,9 @@ const pragmas = (busyTimeoutMs: number) => Effect.gen(function*() {
   yield* sql.unsafe("PRAGMA temp_store = MEMORY")
 })
 
+/** How long a statement waits for another connection's lock before answering busy (default 5 s). */
+export const busyTimeoutMs = (config: AppSettings): number => config.sqliteBusyTimeoutMs ?? 5000
+
 /** The SQLite file named by the configuration, with the service's pragmas applied. */
 export const SqlLive = Layer.unwrapEffect(
   Effect.gen(function*() {
@@ -41,7 +44,7 @@ export const SqlLive = Layer.unwrapEffect(
     if (config.databasePath !== ":memory:") {
       mkdirSync(dirname(config.databasePath), { recursive: true })
     }
-    return Layer.effectDiscard(pragmas(config.sqliteBusyTimeoutMs ?? 5000)).pipe(
+    return Layer.effectDiscard(pragmas(busyTimeoutMs(config))).pipe(
       Layer.provideMerge(
         SqliteClient.layer({
           filename: config.databasePath,

@@ -1,4 +1,4 @@
-import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer, Schema } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -26,8 +26,18 @@ const TemporaryConfig = (settings: Partial<AppSettings>) =>
       )
     )
 
-/** Parts of the production graph a test replaces (src/App.ts). */
-export interface TestParts extends Partial<CoreParts>, Partial<ServeParts> {}
+/** Parts of the production graph a test replaces (src/App.ts), and the test server itself. */
+export interface TestParts extends Partial<CoreParts>, Partial<ServeParts> {
+  /** The Bun server and the client pointed at it; `BunHttpServer.layerTest` unless given (`bunTestServer`). */
+  readonly httpServer?: typeof BunHttpServer.layerTest
+}
+
+/** `BunHttpServer.layerTest` with server options of its own (an idle timeout). */
+export const bunTestServer = (options: { readonly idleTimeout: number }) =>
+  HttpServer.layerTestClient.pipe(
+    Layer.provide(FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { keepalive: false })))),
+    Layer.provideMerge(BunHttpServer.layer({ port: 0, idleTimeout: options.idleTimeout }))
+  )
 
 /**
  * The production core (database, repositories, services) over a database of its own, optionally
@@ -46,7 +56,7 @@ export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettin
  */
 export const TestServer = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}, parts: TestParts = {}) =>
   makeServe({ ...parts, background: parts.background ?? Layer.empty }).pipe(
-    Layer.provideMerge(BunHttpServer.layerTest),
+    Layer.provideMerge(parts.httpServer ?? BunHttpServer.layerTest),
     Layer.provideMerge(TestDatabase(fixture, settings, parts))
   )
 
