@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Database } from "bun:sqlite"
@@ -52,6 +52,33 @@ describe("operator CLI", () => {
 
       expect(cli(db, "keys", "revoke", token).code).toBe(0)
       expect(cli(db, "keys", "revoke", token).code).not.toBe(0)
+      sqlite.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("refuses a fixture nested too deep or with a date that does not exist, importing nothing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "survey-cli-"))
+    const db = join(dir, "cli.db")
+    try {
+      const deep = join(dir, "deep.json")
+      writeFileSync(deep, `{"plans":${"[".repeat(20_000)}${"]".repeat(20_000)}}`)
+      const refusedDeep = cli(db, "import", deep)
+      expect(refusedDeep.code).not.toBe(0)
+      expect(refusedDeep.stderr + refusedDeep.stdout).toContain("nests arrays and objects deeper than 64 levels")
+      const impossible = join(dir, "impossible.json")
+      writeFileSync(impossible, JSON.stringify({
+        plans: [{ id: "p", apiAccess: true, burstLimit: 1, burstWindowMinutes: 1, dailyLimit: 1, monthlyLimit: 1 }],
+        accounts: [{ id: "acc_x", planId: "p" }],
+        workspaces: [{ id: "ws_x", ownerAccountId: "acc_x" }],
+        surveys: [{ id: "srv_x", workspaceId: "ws_x", title: "T", status: "draft", createdAt: "2026-02-30T00:00:00Z", updatedAt: "2026-03-01T00:00:00Z" }]
+      }))
+      const refusedDate = cli(db, "import", impossible)
+      expect(refusedDate.code).not.toBe(0)
+      expect(refusedDate.stderr + refusedDate.stdout).toContain("surveys.0.createdAt: expected an existing ISO 8601 instant")
+      const sqlite = new Database(db)
+      expect(sqlite.query("SELECT count(*) AS n FROM plans WHERE id = 'p'").get()).toEqual({ n: 0 })
       sqlite.close()
     } finally {
       rmSync(dir, { recursive: true, force: true })

@@ -6,7 +6,8 @@ import { CoreFor, LoggingLive, ServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AppConfig } from "../Config.js"
 import { seedDemo } from "../Demo/Seed.js"
-import { importFixtureInput } from "../Fixtures/Import.js"
+import { FixtureInvalid, importFixtureInput } from "../Fixtures/Import.js"
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Http/JsonBody.js"
 import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
 
 const db = Options.text("db").pipe(
@@ -54,6 +55,9 @@ const importCommand = Command.make("import", { file: Args.file({ name: "FILE", e
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const text = yield* fs.readFileString(file)
+      if (exceedsJsonDepth(text)) {
+        return yield* new FixtureInvalid({ message: `the fixture nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` })
+      }
       const json = yield* Schema.decodeUnknown(Schema.parseJson())(text)
       const summary = yield* importFixtureInput(json)
       yield* Console.log(
