@@ -37,3 +37,37 @@ layer(TestServer(baseFixture))("typed client derived from the API declaration", 
       expect(unauthorized._tag).toBe("Unauthorized")
     }))
 })
+
+layer(TestServer(baseFixture))("typed client: sync and data rights", (it) => {
+  it.effect("syncs by change, deletes a response and erases a person", () =>
+    Effect.gen(function*() {
+      const api = yield* client(TOKENS.editor)
+      const changed = yield* api.responses.list({
+        path: { id: "srv_main" },
+        urlParams: { updatedAfter: "2026-01-11T00:00:00Z" }
+      })
+      expect(changed.data.map((r) => [r.id, r.updatedAt])).toEqual([
+        ["rsp_2", "2026-01-11T00:00:00.000Z"],
+        ["rsp_3", "2026-01-12T00:01:00.000Z"]
+      ])
+      yield* api.responses.delete({ path: { id: "srv_main", responseId: "rsp_2" } })
+      const gone = yield* Effect.flip(api.responses.get({ path: { id: "srv_main", responseId: "rsp_2" } }))
+      expect(gone._tag).toBe("NotFound")
+      const erased = yield* api.erasures.create({ payload: { externalUserId: "user-1" } })
+      expect(erased).toEqual({ externalUserId: "user-1", deletedResponses: 1 })
+      const limited = yield* client(TOKENS.limited)
+      const refused = yield* Effect.flip(limited.erasures.create({ payload: { externalUserId: "user-1" } }))
+      expect(refused._tag).toBe("Forbidden")
+      const session = yield* api.embedSessions.create({
+        path: { id: "srv_main" },
+        payload: { externalUserId: "user-9" },
+        headers: { "idempotency-key": "client-retry-1" }
+      })
+      const replayed = yield* api.embedSessions.create({
+        path: { id: "srv_main" },
+        payload: { externalUserId: "user-9" },
+        headers: { "idempotency-key": "client-retry-1" }
+      })
+      expect(replayed).toEqual(session)
+    }))
+})
