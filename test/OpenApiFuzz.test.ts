@@ -34,10 +34,13 @@ const Enumerated = Schema.Struct({ enum: Schema.Array(Schema.String) })
 
 const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
 
+/** A dot segment or an empty one is resolved by the URL itself, into another operation's path. */
+const staysInPlace = (segment: string) => !/^(\.|%2e){0,2}$/i.test(segment)
+
 const pathValue = fc.oneof(
   fc.constantFrom("srv_main", "srv_all", "srv_draft", "srv_closed", "srv_trashed", "srv_other", "rsp_1", "rsp_2"),
-  fc.constantFrom("%", "%25", "%00", "%ZZ", "..", "%2e%2e", "%2F", "null", "0", "-1", "srv_main%20", "\u00e9", "%C0%AF"),
-  fc.string({ maxLength: 40 }).map(encodeURIComponent),
+  fc.constantFrom("%", "%25", "%00", "%ZZ", "...", "%2F", "null", "0", "-1", "srv_main%20", "\u00e9", "%C0%AF"),
+  fc.string({ maxLength: 40 }).map(encodeURIComponent).filter(staysInPlace),
   fc.integer({ min: 200, max: 4000 }).map((n) => "x".repeat(n))
 )
 
@@ -95,6 +98,11 @@ const oddHeaders = fc.dictionary(
   { maxKeys: 3 }
 )
 
+const headerValue = fc.oneof(
+  fc.constantFrom("key-1", "key-2", "6f1c1f8e-6d1a-4c55-9a52-0d9b3a1f2e7c", "", " ", "a".repeat(300)),
+  printable(80)
+)
+
 const jsonBody = fc.oneof(
   fc.json({ depthSize: "medium" }),
   fc.constantFrom(
@@ -145,11 +153,17 @@ const request = (path: string, method: string, operation: Operation) => {
     ),
     authorization: fc.option(authorization, { nil: undefined, freq: 8 }),
     headers: oddHeaders,
+    // Declared headers (Idempotency-Key) from a small pool, so that keys are reused with other bodies.
+    declared: fc.record(
+      Object.fromEntries(params.filter((p) => p.in === "header").map((p) => [p.name, headerValue])),
+      { requiredKeys: [] }
+    ),
     body: method === "get" ? fc.constant(undefined) : fc.option(fc.tuple(contentType, jsonBody), { nil: undefined, freq: 6 })
   }).map((sample) => {
     const url = path.replace(/\{(\w+)\}/g, (_, name: string) => sample.path[name] ?? "x")
     const query = sample.query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&")
     const headers: Record<string, string> = { ...sample.headers }
+    for (const [name, value] of Object.entries(sample.declared)) if (value !== undefined) headers[name] = value
     if (sample.authorization !== undefined) headers.authorization = sample.authorization
     if (sample.body !== undefined && sample.body[0] !== "") headers["content-type"] = sample.body[0]
     return {
