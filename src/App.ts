@@ -5,6 +5,8 @@ import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
+import { Drain, DrainOnShutdownLive } from "./Background/Drain.js"
+import { JobLeases } from "./Background/JobLeases.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
@@ -69,7 +71,8 @@ export const RepositoriesLive = Layer.mergeAll(
   RespondentTokens.Default,
   RespondentPurge.Default,
   Idempotency.Default,
-  UsageStoreSql
+  UsageStoreSql,
+  JobLeases.Default
 )
 
 /** Services spanning several repositories. */
@@ -79,7 +82,8 @@ export const ServicesLive = Layer.mergeAll(
   ResponseWriter.Default,
   DeliveryRepo.Default,
   Aggregator.Default,
-  ResponseDeletion.Default
+  ResponseDeletion.Default,
+  Drain.Default
 )
 
 /** What a graph may have swapped: tests replace these with their own. */
@@ -125,7 +129,10 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
 export const HttpLive = Layer.unwrapEffect(
   // Not `HttpApiBuilder.serve(middleware)`: the server applies that middleware outside its own
   // error handling, where the documented bodies for unmatched routes could no longer be set.
-  Effect.map(HttpApiBuilder.httpApp, (app) => HttpServer.serve(serveMiddleware(app)))
+  Effect.gen(function*() {
+    const app = yield* HttpApiBuilder.httpApp
+    return HttpServer.serve(serveMiddleware(app, yield* Drain))
+  })
 ).pipe(
   // No span exporter is configured, so request, handler and SQL spans reach nobody; building them
   // took about a fifth of a small read's CPU (docs/performance.md). Logs keep the request id.
@@ -161,9 +168,14 @@ export interface ServeParts {
   readonly quota: Layer.Layer<Layer.Layer.Success<typeof RateLimiter.layer>, never, Layer.Layer.Context<typeof RateLimiter.layer>>
 }
 
-/** The HTTP surface, the request quota and the background work. Needs an `HttpServer` and the core. */
+/**
+ * The HTTP surface, the request quota and the background work. Needs an `HttpServer` and the core.
+ * When it stops, it first drains (src/Background/Drain.ts): the drain is built last, so it is
+ * released first, while the server and the background work still run.
+ */
 export const makeServe = (parts: Partial<ServeParts> = {}) =>
-  Layer.mergeAll(HttpLive, parts.background ?? BackgroundLive).pipe(
+  DrainOnShutdownLive.pipe(
+    Layer.provideMerge(Layer.mergeAll(HttpLive, parts.background ?? BackgroundLive)),
     Layer.provideMerge(parts.quota ?? RateLimiter.layer)
   )
 

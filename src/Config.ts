@@ -9,7 +9,22 @@ export interface AppSettings {
   readonly logFormat: "pretty" | "json"
   /** How long SQLite waits for another connection's lock before giving up (default 5000 ms). */
   readonly sqliteBusyTimeoutMs?: number
+  /**
+   * How long a process holds a webhook delivery or a background job before another process may
+   * take it over (default 30 s; at most 60 s). A process renews its leases while it works.
+   */
+  readonly workerLeaseMillis?: number
 }
+
+/** The lease of deliveries and background jobs when none is configured. */
+export const DEFAULT_LEASE_MILLIS = 30_000
+
+/** WORKER_LEASE_SECONDS: more than 0, at most 60 (v1-extensions §X3). */
+const workerLeaseConfig = Config.number("WORKER_LEASE_SECONDS").pipe(
+  Config.validate({ message: "Expected a number of seconds above 0 and at most 60", validation: (s) => s > 0 && s <= 60 }),
+  Config.map((seconds) => Math.round(seconds * 1000)),
+  Config.withDefault(DEFAULT_LEASE_MILLIS)
+)
 
 const levels: Record<string, LogLevel.LogLevel> = {
   all: LogLevel.All,
@@ -53,6 +68,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         Config.withDefault(false)
       )
       const logLevel = yield* logLevelConfig
+      const workerLeaseMillis = yield* workerLeaseConfig
       const logFormat = yield* Config.literal("pretty", "json")("LOG_FORMAT").pipe(
         Config.withDefault(process.stdout.isTTY ? "pretty" as const : "json" as const)
       )
@@ -62,7 +78,8 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         publicBaseUrl: publicBaseUrl.replace(/\/+$/, ""),
         webhookAllowPrivateTargets,
         logLevel,
-        logFormat
+        logFormat,
+        workerLeaseMillis
       } satisfies AppSettings
     })
 

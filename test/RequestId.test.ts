@@ -1,6 +1,7 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, HashMap, Logger } from "effect"
+import { Drain } from "../src/Background/Drain.js"
 import { withRequestId } from "../src/Http/RequestId.js"
 import { serveMiddleware } from "../src/Http/Server.js"
 
@@ -11,7 +12,7 @@ const serving = (app: HttpApp.Default<unknown>) => {
     lines.push({ message, requestId: HashMap.get(annotations, "requestId").pipe((o) => o._tag === "Some" ? o.value : null) })
   })
   const { dispose, handler } = HttpApp.toWebHandlerLayer(
-    serveMiddleware(app),
+    serveMiddleware(app, Effect.runSync(Effect.provide(Drain, Drain.Default))),
     Logger.replace(Logger.defaultLogger, withRequestId(capture))
   )
   return { lines, dispose, handler }

@@ -1,3 +1,4 @@
+import { DrainSettings } from "../src/Background/Drain.js"
 import { Database } from "bun:sqlite"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -133,13 +134,16 @@ describe("supervision and durability", () => {
       Effect.scoped
     ))
 
-  it.live("shutdown interrupts an in-flight attempt and returns its delivery to the queue", () =>
+  it.live("shutdown past the drain's grace interrupts an in-flight attempt and returns its delivery to the queue", () =>
     Effect.gen(function*() {
       const dir = mkdtempSync(join(tmpdir(), "webhook-shutdown-"))
       const databasePath = join(dir, "survey.db")
       const hanging = yield* receiver(() => new Promise<Response>(() => {}))
       const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(WebhookWorld({}, undefined, { databasePath }), scope)
+      const world = WebhookWorld({}, undefined, { databasePath }).pipe(
+        Layer.provide(Layer.succeed(DrainSettings, { grace: Duration.zero }))
+      )
+      const context = yield* Layer.buildWithScope(world, scope)
       yield* Effect.gen(function*() {
         yield* register(hanging.url)
         yield* complete("srv_main")

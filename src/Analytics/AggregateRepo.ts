@@ -281,9 +281,13 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         Effect.map((rows) => rows[0]?.signature ?? null)
       )
 
-    const position = sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`.pipe(
-      Effect.map((rows) => rows[0]?.seq ?? 0)
-    )
+    // Read at the start of the aggregator's transaction: on PostgreSQL the row stays locked until it
+    // commits, so two processes never apply the same changes (on SQLite the transaction holds the
+    // write lock from its start).
+    const position = sql.onDialectOrElse({
+      pg: () => sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1 FOR UPDATE`,
+      orElse: () => sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`
+    }).pipe(Effect.map((rows) => rows[0]?.seq ?? 0))
     const setPosition = (seq: number) => sql`UPDATE analytics_position SET seq = MAX(seq, ${seq}) WHERE id = 1`
     const latestChange = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM response_changes`.pipe(
       Effect.map((rows) => rows[0]?.seq ?? 0)

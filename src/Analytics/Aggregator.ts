@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Data, Effect, Layer, Schedule } from "effect"
+import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
@@ -161,11 +162,22 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
 
 /** How often the aggregator looks for new changes; well inside the 2 s freshness goal. */
 const pollEvery = Schedule.spaced("100 millis")
-const sweepEvery = Schedule.spaced("30 seconds")
+const sweepPeriodMillis = 30_000
+const sweepEvery = Schedule.spaced(sweepPeriodMillis)
 
-/** The background aggregation: a supervised polling loop and a slower layout sweep. */
+/**
+ * The background aggregation: a supervised polling loop and a slower layout sweep. Of all
+ * processes on the database, one at a time follows the changes (the others take over when its
+ * lease runs out), and each sweep period is swept once.
+ */
 export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
   const aggregator = yield* Aggregator
-  yield* periodically("analytics aggregation", aggregator.catchUp(), pollEvery)
-  yield* periodically("analytics layout sweep", aggregator.sweepLayouts(), sweepEvery)
+  const jobs = yield* JobLeases
+  const aggregate = yield* jobs.whileHeld("analytics-aggregation", aggregator.catchUp())
+  yield* periodically("analytics aggregation", aggregate, pollEvery)
+  yield* periodically(
+    "analytics layout sweep",
+    jobs.oncePerPeriod("analytics-layout-sweep", sweepPeriodMillis, aggregator.sweepLayouts()),
+    sweepEvery
+  )
 }))

@@ -6,6 +6,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
+import type { Drain } from "../Background/Drain.js"
 import { isSqliteBusy } from "../Sql/Busy.js"
 import { requestIdOf } from "./RequestId.js"
 
@@ -34,19 +35,28 @@ const unhandled = (request: HttpServerRequest.HttpServerRequest) => (cause: Caus
   )
 }
 
+/** What a draining process answers to a request that arrives after it started to stop. */
+const stopping = HttpServerResponse.setHeaders(
+  errorJson(503, "service_unavailable", "The service is stopping; nothing changed and the request may be retried."),
+  { connection: "close", "retry-after": "1" }
+)
+
 /**
  * Outermost middleware: a request id on every answer (and, through `withRequestId`, in every
  * log line), and the documented error body for whatever the API's own encoder did not answer.
+ * Each request is work in flight that a drain waits for; once the process drains, new requests
+ * (`/healthz` included, so that a load balancer stops sending) answer 503 and close the connection.
  */
 export const serveMiddleware = <E, R>(
-  app: HttpApp.Default<E, R>
+  app: HttpApp.Default<E, R>,
+  drain: Drain
 ): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const requestId = requestIdOf(request)
-    return Effect.map(
-      Effect.catchAllCause(app, unhandled(request)),
-      (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)
-    )
+    const answer = drain.isDraining()
+      ? Effect.succeed(stopping)
+      : drain.track(Effect.catchAllCause(app, unhandled(request)))
+    return Effect.map(answer, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
   })
 
 /** `GET /healthz`: 200 once the service is up (the database is migrated before it serves). */

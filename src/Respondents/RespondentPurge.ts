@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Schedule } from "effect"
+import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { toIso } from "../Domain/Time.js"
 
@@ -28,15 +29,20 @@ export class RespondentPurge extends Effect.Service<RespondentPurge>()("Responde
   })
 }) {}
 
-/** Runs the purge at start and then every hour while the server runs. */
+/** Runs the purge at start and then every hour while the server runs: once an hour over all processes. */
 export const RespondentPurgeLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const purge = yield* RespondentPurge
+    const jobs = yield* JobLeases
     yield* periodically(
       "respondent token purge",
-      purge.run().pipe(
-        Effect.tap((removed) =>
-          removed.tokens + removed.embedSessions > 0 ? Effect.logDebug("purged respondent tokens", removed) : Effect.void
+      jobs.oncePerPeriod(
+        "respondent-purge",
+        3_600_000,
+        purge.run().pipe(
+          Effect.tap((removed) =>
+            removed.tokens + removed.embedSessions > 0 ? Effect.logDebug("purged respondent tokens", removed) : Effect.void
+          )
         )
       ),
       Schedule.spaced("1 hour")

@@ -10,6 +10,7 @@ import AccessGeneration from "./migrations/0007_access_generation.js"
 import ResponseDocuments from "./migrations/0009_response_documents.js"
 import WebhookOperations from "./migrations/0010_webhook_operations.js"
 import SyncAndErasure from "./migrations/0011_sync_and_erasure.js"
+import ProcessLeases from "./migrations/0012_process_leases.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -25,7 +26,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0007_access_generation": AccessGeneration,
   "0009_response_documents": ResponseDocuments,
   "0010_webhook_operations": WebhookOperations,
-  "0011_sync_and_erasure": SyncAndErasure
+  "0011_sync_and_erasure": SyncAndErasure,
+  "0012_process_leases": ProcessLeases
 }
 
 export const runMigrations = Migrator.make({})({

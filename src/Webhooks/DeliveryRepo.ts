@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { Instance } from "../Background/JobLeases.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
 /** A claimed delivery with what its attempt needs; the webhook fields are null once it was removed. */
@@ -33,6 +34,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const webhooks = yield* WebhookRepo
+    // Leases carry this process's name: it renews and releases only its own.
+    const owner = (yield* Instance).id
 
     /**
      * Creates one delivery per new event and matching webhook, and moves the cursor past those
@@ -40,11 +43,13 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      */
     const fanOut = Effect.fn("DeliveryRepo.fanOut")(
       function*(now: number, batch: number) {
+        // One process at a time moves the cursor: on PostgreSQL its row stays locked until commit (on
+        // SQLite the transaction holds the write lock from its start).
         const cursor = yield* sql<{ readonly lastSeq: number; readonly maxSeq: number | null }>`
           SELECT c.last_seq,
-                 (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}))
+                 (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}) AS upcoming)
                    AS max_seq
-          FROM outbox_cursors c WHERE c.name = 'webhooks'`
+          FROM outbox_cursors c WHERE c.name = 'webhooks'${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF c`, orElse: () => sql`` })}`
         const row = cursor[0]
         if (row === undefined || row.maxSeq === null) return 0
         yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
@@ -81,6 +86,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      * Leases up to `free` due deliveries, oldest first, taking from each webhook at most what
      * keeps its in-flight count under `perWebhook`: a slow endpoint holds a few slots, never all,
      * and a webhook with a deep backlog cannot hide the others' deliveries behind its own.
+     * The lease is taken by a conditional update: of several processes claiming at once, each
+     * delivery goes to one (the others' updates find its lease taken and skip it).
      */
     const claim = Effect.fn("DeliveryRepo.claim")(
       function*(input: {
@@ -110,8 +117,12 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
           list.push(row.id)
         }
         if (list.length === 0) return []
-        yield* sql`UPDATE deliveries SET lease_until = ${now + input.leaseMillis} WHERE id IN ${sql.in(list)}`
-        return yield* claimedById(list)
+        const leased = yield* sql<{ readonly id: number }>`UPDATE deliveries
+          SET lease_until = ${now + input.leaseMillis}, lease_owner = ${owner}
+          WHERE id IN ${sql.in(list)} AND state = 'pending' AND lease_until <= ${now}
+          RETURNING id`
+        if (leased.length === 0) return []
+        return yield* claimedById(leased.map((row) => row.id))
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )
@@ -129,8 +140,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
                        state = CASE WHEN ${next.state} = 'pending' AND EXISTS (
                          SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.disabled_reason IS NOT NULL
                        ) THEN 'given_up' ELSE ${next.state} END,
-                       next_attempt_at = ${next.nextAttemptAt}, lease_until = 0
-                     WHERE id = ${deliveryId}`
+                       next_attempt_at = ${next.nextAttemptAt}, lease_until = 0, lease_owner = NULL
+                     WHERE id = ${deliveryId} AND lease_owner = ${owner}`
         }
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
@@ -140,19 +151,27 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     const drop = (deliveryId: number) =>
       sql`UPDATE deliveries SET state = 'given_up', lease_until = 0 WHERE id = ${deliveryId}`.pipe(Effect.orDie)
 
-    /** Returns leased deliveries to the queue untouched, so another round attempts them. */
+    /** Returns this process's leased deliveries to the queue untouched, so another round (or process) attempts them. */
     const release = (ids: ReadonlyArray<number>) =>
       ids.length === 0
         ? Effect.void
-        : sql`UPDATE deliveries SET lease_until = 0 WHERE id IN ${sql.in(ids)}`.pipe(Effect.orDie)
+        : sql`UPDATE deliveries SET lease_until = 0, lease_owner = NULL
+              WHERE id IN ${sql.in(ids)} AND lease_owner = ${owner}`.pipe(Effect.orDie)
 
     /**
-     * At start-up: leases still held were taken by a process that is gone (one server delivers
-     * per database). Were another still running, an event could be sent twice, never lost.
+     * Extends this process's leases of deliveries still in flight to `until`. A lease another
+     * process took over after it ran out stays theirs. A crashed process renews nothing, so its
+     * deliveries become claimable when their leases run out.
      */
-    const releaseAll = sql`UPDATE deliveries SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0`.pipe(
-      Effect.orDie
-    )
+    const renew = (ids: ReadonlyArray<number>, until: number) =>
+      ids.length === 0
+        ? Effect.void
+        : sql`UPDATE deliveries SET lease_until = ${until}
+              WHERE id IN ${sql.in(ids)} AND lease_owner = ${owner} AND state = 'pending' AND lease_until > 0`.pipe(
+          Effect.asVoid,
+          Effect.orDie,
+          Effect.withSpan("DeliveryRepo.renew")
+        )
 
     const nextWakeQuery = SqlSchema.single({
       Request: Schema.Number,
@@ -173,6 +192,6 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         Effect.orDie
       )
 
-    return { fanOut, claim, settle, drop, release, releaseAll, nextWake } as const
+    return { fanOut, claim, settle, drop, release, renew, nextWake } as const
   })
 }) {}

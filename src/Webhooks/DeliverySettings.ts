@@ -11,8 +11,6 @@ export class DeliverySettings extends Context.Reference<DeliverySettings>()("Web
     perWebhook: 16,
     /** Per attempt (decisions §7). */
     attemptTimeout: Duration.seconds(15),
-    /** How long a claimed delivery stays with this worker; longer than an attempt can take. */
-    lease: Duration.seconds(30),
     /** Outbox events read per round. */
     batch: 1000,
     /** How often attempts past retention are deleted. */

@@ -1,6 +1,8 @@
 import { Chunk, Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue } from "effect"
+import { Drain } from "../Background/Drain.js"
+import { leaseMillisOf } from "../Background/JobLeases.js"
 import { supervise } from "../Background/Supervise.js"
-import type { AppConfig } from "../Config.js"
+import { AppConfig } from "../Config.js"
 import { attemptOnce } from "./Attempt.js"
 import { type ClaimedRow, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { DeliveryRounds, DeliverySettings } from "./DeliverySettings.js"
@@ -55,10 +57,12 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
 /**
  * The delivery worker: follows the outbox, fans each event out to its webhooks, and attempts
  * due deliveries with bounded concurrency. Supervised by the layer's scope: a defect restarts
- * the loop; shutdown interrupts in-flight attempts, which return their deliveries to the queue.
- * Deliveries live in the database, so a crash loses nothing: the next start releases the
- * leases of unfinished attempts (and a lease held by a live worker that stops answering
- * expires), so they are attempted again: at least once, with the same event id.
+ * the loop. Several processes may deliver from one database: a claim leases deliveries to
+ * this process, which renews the leases of its attempts in flight every third of a lease. A
+ * draining process claims nothing more and its attempts finish; shutdown then interrupts what is
+ * left, which returns its deliveries to the queue. Deliveries live in the database, so a crash
+ * loses nothing: the crashed process's leases run out and another process (or the next start)
+ * attempts them again: at least once, with the same event id.
  */
 export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const repo = yield* DeliveryRepo
@@ -68,8 +72,12 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const slots = new Slots(settings.maxConcurrent)
   const attempts = yield* FiberSet.make()
   const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig>()
+  const drain = yield* Drain
   const pollMillis = Duration.toMillis(settings.pollInterval)
-  yield* repo.releaseAll
+  const leaseMillis = leaseMillisOf(yield* AppConfig)
+  // Deliveries this process is attempting, whose leases it renews; the latch is open while there are any.
+  const leased = new Set<number>()
+  const leasing = yield* Effect.makeLatch(false)
 
   // Finished attempts are written together, one transaction for all that finished meanwhile.
   const toSettle = yield* Queue.unbounded<{ readonly settled: Settled; readonly done: Deferred.Deferred<void> }>()
@@ -88,12 +96,15 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const run = (row: ClaimedRow) =>
     attemptDelivery(row).pipe(
+      drain.track,
       Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: settle })),
       Effect.catchAllDefect((defect) =>
         Effect.zipRight(Effect.logError("webhook delivery attempt failed", defect), repo.release([row.id]))
       ),
       Effect.onInterrupt(() => repo.release([row.id])),
       Effect.ensuring(Effect.suspend(() => {
+        leased.delete(row.id)
+        if (leased.size === 0) leasing.unsafeClose()
         slots.release(row.webhookId)
         return Queue.offer(wake, undefined)
       })),
@@ -110,6 +121,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const round = Effect.gen(function*() {
     slots.takeFinished()
     const now = yield* Clock.currentTimeMillis
+    if (drain.isDraining()) return { at: now, claimed: 0, wait: pollMillis }
     if (now - lastFanOut >= fanOutEvery || fanned >= settings.batch) {
       fanned = yield* repo.fanOut(now, settings.batch)
       lastFanOut = now
@@ -121,10 +133,12 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         free: slots.free,
         perWebhook: settings.perWebhook,
         inFlight: slots.perWebhook,
-        leaseMillis: Duration.toMillis(settings.lease)
+        leaseMillis
       })
       claimed = rows.length
       for (const row of rows) {
+        leased.add(row.id)
+        leasing.unsafeOpen()
         slots.take(row.webhookId)
         yield* FiberSet.run(attempts, run(row))
       }
@@ -160,5 +174,14 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   }).pipe(Effect.forever)
 
   yield* supervise("webhook delivery writer", settler)
+  // Every third of a lease while attempts are in flight; asleep otherwise.
+  yield* supervise(
+    "webhook delivery lease renewal",
+    Effect.gen(function*() {
+      yield* leasing.await
+      yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMillis / 3))))
+      yield* repo.renew([...leased], (yield* Clock.currentTimeMillis) + leaseMillis)
+    }).pipe(Effect.forever)
+  )
   yield* supervise("webhook delivery worker", loop)
 }))

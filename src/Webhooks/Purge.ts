@@ -1,4 +1,5 @@
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 import { eventRetention, Redelivery } from "./Redelivery.js"
@@ -22,8 +23,16 @@ export const purgeOnce = Effect.gen(function*() {
   return purged
 }).pipe(Effect.withSpan("Webhooks.purge"))
 
-/** The periodic purge: at start, then every `purgeInterval` (an hour). */
+/**
+ * The periodic purge: at start, then every `purgeInterval` (an hour); of all processes on the
+ * database, the first to get there in a period runs it.
+ */
 export const PurgeLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* DeliverySettings
-  yield* periodically("webhook attempt purge", purgeOnce, Schedule.spaced(settings.purgeInterval))
+  const jobs = yield* JobLeases
+  yield* periodically(
+    "webhook attempt purge",
+    jobs.oncePerPeriod("webhook-attempt-purge", Duration.toMillis(settings.purgeInterval), purgeOnce),
+    Schedule.spaced(settings.purgeInterval)
+  )
 }))

@@ -1,0 +1,87 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect } from "effect"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
+import { AppConfig, DEFAULT_LEASE_MILLIS } from "../Config.js"
+
+/** This process among the service processes sharing one database: the name its leases carry. */
+export class Instance extends Context.Reference<Instance>()("Background/Instance", {
+  defaultValue: () => ({ id: `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")}` })
+}) {}
+
+/** The lease of deliveries and jobs for these settings. */
+export const leaseMillisOf = (config: { readonly workerLeaseMillis?: number | undefined }): number =>
+  config.workerLeaseMillis ?? DEFAULT_LEASE_MILLIS
+
+/**
+ * Background jobs shared by every process on the database (`job_leases`, migration 0012): a
+ * periodic job runs once per period whichever process gets there first, and a continuous job
+ * runs in one process at a time, taken over by another when its holder stops renewing.
+ */
+export class JobLeases extends Effect.Service<JobLeases>()("Background/JobLeases", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const instance = yield* Instance
+    const leaseMillis = leaseMillisOf(yield* AppConfig)
+
+    const ensure = (name: string) =>
+      sql`INSERT INTO job_leases (name, holder, lease_until, next_run_at) VALUES (${name}, NULL, 0, 0)
+          ON CONFLICT (name) DO NOTHING`
+
+    /** True for the one process that claims the current period of `name`; the next period starts `periodMillis` later. */
+    const claimPeriod = Effect.fn("JobLeases.claimPeriod")(function*(name: string, periodMillis: number) {
+      const now = yield* Clock.currentTimeMillis
+      yield* ensure(name)
+      const rows = yield* sql`UPDATE job_leases SET next_run_at = ${now + periodMillis}, holder = ${instance.id}
+        WHERE name = ${name} AND next_run_at <= ${now} RETURNING name`
+      return rows.length > 0
+    }, Effect.orDie)
+
+    /** Takes or renews the lease of `name` for this process; false while another process holds it. */
+    const hold = Effect.fn("JobLeases.hold")(function*(name: string) {
+      const now = yield* Clock.currentTimeMillis
+      yield* ensure(name)
+      const rows = yield* sql`UPDATE job_leases SET holder = ${instance.id}, lease_until = ${now + leaseMillis}
+        WHERE name = ${name} AND (holder = ${instance.id} OR lease_until <= ${now}) RETURNING name`
+      return rows.length > 0
+    }, Effect.orDie)
+
+    /** Gives up this process's lease of `name`, so that another may take the job at once. */
+    const release = (name: string) =>
+      sql`UPDATE job_leases SET holder = NULL, lease_until = 0 WHERE name = ${name} AND holder = ${instance.id}`.pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        Effect.withSpan("JobLeases.release")
+      )
+
+    /**
+     * `job` if this process claims the current period of `name`, else nothing: each period's run
+     * happens in one process however many run the same schedule.
+     */
+    const oncePerPeriod = <A, E, R>(name: string, periodMillis: number, job: Effect.Effect<A, E, R>) =>
+      Effect.flatMap(claimPeriod(name, periodMillis), (claimed) => claimed ? Effect.asVoid(job) : Effect.void)
+
+    /**
+     * `step` while this process holds the lease of `name`, renewing it at most every half lease;
+     * nothing while another holds it (the lease is asked for again after a quarter lease). The
+     * lease is given up when the scope closes.
+     */
+    const whileHeld = <A, E, R>(name: string, step: Effect.Effect<A, E, R>) =>
+      Effect.gen(function*() {
+        let heldUntil = 0
+        let askAgainAt = 0
+        yield* Effect.addFinalizer(() => heldUntil > 0 ? release(name) : Effect.void)
+        return Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          if (now >= askAgainAt) {
+            const held = yield* hold(name)
+            heldUntil = held ? now + leaseMillis : 0
+            askAgainAt = held ? now + leaseMillis / 2 : now + leaseMillis / 4
+          }
+          if (now < heldUntil) yield* step
+        })
+      })
+
+    return { claimPeriod, hold, release, oncePerPeriod, whileHeld, leaseMillis, instance: instance.id } as const
+  })
+}) {}

@@ -1,0 +1,208 @@
+import { Database } from "bun:sqlite"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { Analytics } from "../src/Domain/Analytics.js"
+import type { FixtureInput } from "../src/Fixtures/Fixture.js"
+import { TOKENS } from "./support/Fixtures.js"
+import { respondentFixture } from "./support/RespondentFixtures.js"
+import { cli, request, type ServeProcess, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
+import { eventually, receiver } from "./support/WebhookReceiver.js"
+
+// Two real `serve` processes on one SQLite file, as during a rolling restart or with two instances
+// behind a load balancer. Leases are 2 s here (WORKER_LEASE_SECONDS) so that a takeover is quick.
+const leaseEnv = { WORKER_LEASE_SECONDS: "2" }
+
+const fixture: FixtureInput = respondentFixture
+
+const Page = Schema.Struct({ respondentToken: Schema.String })
+const Started = Schema.Struct({ responseId: Schema.String })
+const EmbedCreated = Schema.Struct({ embedUrl: Schema.String })
+const decode = <A, I>(schema: Schema.Schema<A, I>, text: string) => Schema.decodeUnknownSync(Schema.parseJson(schema))(text)
+
+const json = (token: string, body: unknown, method = "POST") => ({
+  method,
+  headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+  body: JSON.stringify(body)
+})
+
+/** A respondent completes `srv_short` through `server`: page, then one finished save. */
+const completeOn = (server: ServeProcess) =>
+  Effect.gen(function*() {
+    const page = yield* request(`${server.base}/s/srv_short`, { headers: { accept: "application/json" } })
+    const token = decode(Page, page.text).respondentToken
+    const saved = yield* request(
+      `${server.base}/respond/v1/responses`,
+      json(token, { answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: true })
+    )
+    expect(saved.status).toBe(201)
+    return decode(Started, saved.text).responseId
+  })
+
+/** Reads the shared file directly, read-only: what the processes committed. */
+const query = (databasePath: string, text: string) =>
+  Effect.sync((): ReadonlyArray<unknown> => {
+    const db = new Database(databasePath, { readonly: true })
+    try {
+      return db.query(text).all()
+    } finally {
+      db.close()
+    }
+  })
+
+const Delivery = Schema.Struct({ id: Schema.Number, state: Schema.String, attempts: Schema.Number, leaseOwner: Schema.NullOr(Schema.String) })
+const deliveries = (databasePath: string) =>
+  Effect.map(
+    query(databasePath, "SELECT id, state, attempts, lease_owner AS leaseOwner FROM deliveries ORDER BY id"),
+    Schema.decodeUnknownSync(Schema.Array(Delivery))
+  )
+const Count = Schema.Struct({ n: Schema.Number })
+const count = (databasePath: string, text: string) =>
+  Effect.map(query(databasePath, text), (rows) => Schema.decodeUnknownSync(Count)(rows[0]).n)
+
+describe("two serve processes on one SQLite file", () => {
+  it.live("deliver every event once, count every completion once, load an embed URL once and see a revocation", () =>
+    Effect.gen(function*() {
+      const { databasePath } = yield* sharedDatabase(fixture)
+      const target = yield* receiver()
+      const a = yield* serveProcess(databasePath, leaseEnv)
+      const b = yield* serveProcess(databasePath, leaseEnv)
+      const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
+      expect(registered.status).toBe(200)
+
+      // Completions through both processes, in parallel.
+      const completions = 24
+      const ids = yield* Effect.forEach(
+        Array.from({ length: completions }, (_, i) => (i % 2 === 0 ? a : b)),
+        completeOn,
+        { concurrency: 8 }
+      )
+      expect(new Set(ids).size).toBe(completions)
+
+      // Each event reaches the receiver once: every delivery ends delivered after one attempt.
+      const settled = yield* eventually(
+        deliveries(databasePath),
+        (all) => all.length === completions && all.every((d) => d.state === "delivered"),
+        { tries: 600, everyMillis: 50 }
+      )
+      expect(settled.every((d) => d.attempts === 1)).toBe(true)
+      const received = yield* target.received
+      expect(received).toHaveLength(completions)
+      expect(new Set(received.map((r) => r.headers["webhook-id"])).size).toBe(completions)
+      expect(yield* count(databasePath, "SELECT COUNT(*) AS n FROM delivery_attempts")).toBe(completions)
+
+      // Each completion counted once in the stored analytics, whichever process aggregated it.
+      const before = (fixture.responses ?? []).filter((r) => r.surveyId === "srv_short" && r.completedAt !== null).length
+      const analytics = (server: ServeProcess) =>
+        Effect.map(
+          request(`${server.base}/api/v1/surveys/srv_short/analytics`, { headers: { authorization: `Bearer ${TOKENS.editor}` } }),
+          (res) => decode(Analytics, res.text)
+        )
+      const counted = yield* eventually(
+        Effect.zip(analytics(a), count(databasePath, "SELECT COUNT(*) AS n FROM response_changes")),
+        ([stats, pending]) => pending === 0 && stats.completedCount >= before + completions,
+        { tries: 600, everyMillis: 50 }
+      )
+      expect(counted[0].completedCount).toBe(before + completions)
+      expect(counted[0].responseCount).toBe(before + completions)
+      expect((yield* analytics(b)).completedCount).toBe(before + completions)
+
+      // An embed URL made through one process loads once over both.
+      const embed = yield* request(
+        `${a.base}/api/v1/surveys/srv_short/embed-sessions`,
+        json(TOKENS.editor, { externalUserId: "user-1" })
+      )
+      expect(embed.status).toBe(201)
+      const path = new URL(decode(EmbedCreated, embed.text).embedUrl).pathname
+      const loads = yield* Effect.forEach(
+        Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? a : b)),
+        (server) => Effect.map(request(`${server.base}${path}`, { headers: { accept: "application/json" } }), (r) => r.status),
+        { concurrency: "unbounded" }
+      )
+      expect(loads.filter((s) => s === 200)).toHaveLength(1)
+      expect(loads.filter((s) => s === 410)).toHaveLength(loads.length - 1)
+
+      // A key both processes have used (and remember) stops working on both once revoked elsewhere.
+      const created = yield* cli(["keys", "create", "--workspace", "ws_a", "--account", "acc_owner", "--db", databasePath])
+      const key = created.trim()
+      const status = (server: ServeProcess) =>
+        Effect.map(request(`${server.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${key}` } }), (r) => r.status)
+      expect([yield* status(a), yield* status(b), yield* status(a), yield* status(b)]).toEqual([200, 200, 200, 200])
+      yield* cli(["keys", "revoke", key, "--db", databasePath])
+      expect([yield* status(a), yield* status(b)]).toEqual([401, 401])
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("a delivery held by a process killed with SIGKILL is taken over by the other once its lease runs out", () =>
+    Effect.gen(function*() {
+      const { databasePath } = yield* sharedDatabase(fixture)
+      // The receiver keeps the first attempt waiting, so that its process is killed mid-attempt.
+      let answering = false
+      const target = yield* receiver(() => answering ? new Response("ok") : new Promise<Response>(() => {}))
+      const a = yield* serveProcess(databasePath, leaseEnv)
+      const b = yield* serveProcess(databasePath, leaseEnv)
+      const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
+      expect(registered.status).toBe(200)
+      yield* completeOn(a)
+      const [first] = yield* eventually(target.received, (all) => all.length === 1, { tries: 600, everyMillis: 20 })
+      const [held] = yield* deliveries(databasePath)
+      const holder = [a, b].find((p) => held?.leaseOwner?.includes(`:${p.pid}:`) === true)
+      const survivor = holder === a ? b : a
+      expect(holder).toBeDefined()
+      holder?.proc.kill(9)
+      yield* Effect.promise(() => holder?.proc.exited ?? Promise.resolve(0))
+      answering = true
+
+      const [done] = yield* eventually(
+        deliveries(databasePath),
+        (all) => all[0]?.state === "delivered",
+        { tries: 400, everyMillis: 50 }
+      )
+      const all = yield* target.received
+      expect(all).toHaveLength(2)
+      expect(all[1]?.headers["webhook-id"]).toBe(first?.headers["webhook-id"])
+      // Attempted once by the survivor; the killed process's attempt never finished.
+      expect(done?.attempts).toBe(1)
+      expect(survivor.proc.exitCode).toBeNull()
+    }).pipe(Effect.scoped), 90_000)
+})
+
+describe("a serve process stopping with SIGTERM", () => {
+  it.live("stops admitting, finishes its request and delivery in flight, releases its leases and exits 0", () =>
+    Effect.gen(function*() {
+      const { databasePath } = yield* sharedDatabase(fixture)
+      // The receiver holds every request until released.
+      let release: () => void = () => {}
+      const released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const target = yield* receiver(() => released.then(() => new Response("ok")))
+      const server = yield* serveProcess(databasePath, leaseEnv)
+      const registered = yield* request(`${server.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
+      expect(registered.status).toBe(200)
+      yield* completeOn(server)
+      yield* eventually(target.received, (all) => all.length === 1, { tries: 600, everyMillis: 20 })
+      // A request in flight: the test event waits on the receiver too.
+      const testEvent = yield* Effect.fork(
+        request(`${server.base}/api/v1/webhooks/test`, { method: "POST", headers: { authorization: `Bearer ${TOKENS.editor}` } })
+      )
+      yield* eventually(target.received, (all) => all.length === 2, { tries: 600, everyMillis: 20 })
+
+      server.proc.kill("SIGTERM")
+      const health = Effect.promise(() => fetch(`${server.base}/healthz`).then((r) => r.status, () => 0))
+      expect(yield* eventually(health, (status) => status === 503, { tries: 400, everyMillis: 20 })).toBe(503)
+      const refused = yield* request(`${server.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${TOKENS.editor}` } })
+      expect(refused.status).toBe(503)
+      expect(refused.text).toContain("service_unavailable")
+      expect(server.proc.exitCode).toBeNull()
+
+      release()
+      const answered = yield* testEvent.await.pipe(Effect.flatten)
+      expect(answered.status).toBe(200)
+      expect(answered.text).toContain("\"delivered\":true")
+      const code = yield* Effect.promise(() => server.proc.exited)
+      expect(code).toBe(0)
+      const [delivery] = yield* deliveries(databasePath)
+      expect(delivery?.state).toBe("delivered")
+      expect(delivery?.leaseOwner).toBeNull()
+      expect(yield* count(databasePath, "SELECT COUNT(*) AS n FROM job_leases WHERE holder IS NOT NULL AND lease_until > 0")).toBe(0)
+    }).pipe(Effect.scoped), 90_000)
+})
