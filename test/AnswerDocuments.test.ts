@@ -1,15 +1,11 @@
-import { Migrator, SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { Effect, Schema } from "effect"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { refreshAnswerDocuments } from "../src/Responses/AnswerDocuments.js"
-import { migrations } from "../src/Sql/Migrations.js"
 import { storedRendering } from "./support/AnswerDocuments.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
 
 /**
@@ -108,21 +104,11 @@ layer(TestServer(baseFixture))("stored renderings of answers", (it) => {
 
 describe("migration 0009", () => {
   it.scoped("rebuilds responses clustered, keeps every answer and token link, and renders the stored responses", () =>
-    Effect.gen(function*() {
-      const dir = yield* Effect.acquireRelease(
-        Effect.sync(() => mkdtempSync(join(tmpdir(), "survey-0009-"))),
-        (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true }))
-      )
-      const client = SqliteClient.layer({ filename: join(dir, "survey.db") })
-      const upTo = (last: string) =>
-        Migrator.make({})({
-          loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([id]) => id <= last))),
-          table: "schema_migrations"
-        })
-      yield* Effect.gen(function*() {
+    withBareDatabase(
+      "survey-0009-",
+      Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        yield* sql.unsafe("PRAGMA foreign_keys = ON")
-        yield* upTo("0008_~")
+        yield* migrateUpTo("0008_~")
         const run = (statements: string) =>
           Effect.forEach(statements.split(";"), (statement) => sql.unsafe(statement), { discard: true })
         yield* run(`INSERT INTO accounts (id, plan_id) VALUES ('acc', 'pro');
@@ -142,7 +128,7 @@ describe("migration 0009", () => {
             VALUES ('h1', 'srv', 0, 't', 't');
           INSERT INTO respondent_responses (response_id, token_hash) VALUES ('rsp_1', 'h1')`)
 
-        yield* upTo("9999")
+        yield* migrateUpTo("9999")
         const answers = yield* sql`SELECT response_id, question_id FROM answers ORDER BY response_id, question_id`
         expect(answers.length).toBe(3)
         expect((yield* sql`SELECT response_id FROM respondent_responses`).length).toBe(1)
@@ -157,6 +143,6 @@ describe("migration 0009", () => {
         yield* sql`DELETE FROM responses WHERE id = 'rsp_1'`
         expect((yield* sql`SELECT response_id FROM answers`).length).toBe(1)
         expect((yield* sql`SELECT response_id FROM respondent_responses`).length).toBe(0)
-      }).pipe(Effect.provide(Layer.fresh(client)), Effect.orDie)
-    }))
+      })
+    ).pipe(Effect.orDie))
 })

@@ -1,14 +1,10 @@
-import { Migrator, SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { Effect } from "effect"
 import { EventEnvelope, type EventType } from "../src/Events/Event.js"
 import { Outbox } from "../src/Events/Outbox.js"
-import { migrations } from "../src/Sql/Migrations.js"
 import { TOKENS } from "./support/Fixtures.js"
+import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
 import { call, decodeAs } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { deliveries, WebhookWorld } from "./support/WebhookWorld.js"
@@ -60,25 +56,16 @@ describe("event filters", () => {
 
 describe("migration 0010", () => {
   it.scoped("webhooks registered before filters existed receive the v1 set and stay enabled", () =>
-    Effect.gen(function*() {
-      const dir = yield* Effect.acquireRelease(
-        Effect.sync(() => mkdtempSync(join(tmpdir(), "survey-0010-"))),
-        (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true }))
-      )
-      const upTo = (last: string) =>
-        Migrator.make({})({
-          loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([id]) => id <= last))),
-          table: "schema_migrations"
-        })
-      yield* Effect.gen(function*() {
+    withBareDatabase(
+      "survey-0010-",
+      Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        yield* sql.unsafe("PRAGMA foreign_keys = ON")
-        yield* upTo("0009_~")
+        yield* migrateUpTo("0009_~")
         yield* sql.unsafe(`INSERT INTO accounts (id, plan_id) VALUES ('acc', 'pro')`)
         yield* sql.unsafe(`INSERT INTO workspaces (id, owner_account_id) VALUES ('ws', 'acc')`)
         yield* sql.unsafe(`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
           VALUES ('whk', 'ws', NULL, 'https://hooks.example.com/', 'whsec_x', 0, 't', 't')`)
-        yield* upTo("9999")
+        yield* migrateUpTo("9999")
         const types = yield* sql`SELECT event_type FROM webhook_event_types WHERE webhook_id = 'whk' ORDER BY event_type`
         expect(types.map((row) => row["event_type"])).toEqual(["response.completed", "survey.closed", "survey.published"])
         expect(yield* sql`SELECT disabled_reason, failing_since FROM webhooks`).toEqual([
@@ -87,6 +74,6 @@ describe("migration 0010", () => {
         // Removing the webhook removes its filter.
         yield* sql`DELETE FROM webhooks WHERE id = 'whk'`
         expect(yield* sql`SELECT * FROM webhook_event_types`).toEqual([])
-      }).pipe(Effect.provide(Layer.fresh(SqliteClient.layer({ filename: join(dir, "survey.db") }))), Effect.orDie)
-    }))
+      })
+    ).pipe(Effect.orDie))
 })
