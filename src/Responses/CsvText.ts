@@ -1,0 +1,55 @@
+import type { QuestionType } from "../Domain/Question.js"
+
+/**
+ * The text of the CSV export (decisions §6): fields, header and lines. Plain functions with no
+ * runtime imports, shared by the export (src/Responses/Csv.ts) and the raw exporter of the CSV
+ * benchmark.
+ */
+
+export interface CsvQuestion {
+  readonly id: string
+  readonly type: QuestionType
+  readonly label: string
+}
+
+const needsQuotes = /[",\r\n]/
+const formulaStart = /^[=+\-@\t\r]/
+
+/** One field, quoted when it holds a comma, quote, CR or LF. */
+export const csvField = (text: string): string =>
+  needsQuotes.test(text) ? `"${text.replaceAll("\"", "\"\"")}"` : text
+
+/** Free text that a spreadsheet would run as a formula gets a leading apostrophe. */
+export const guardFormula = (text: string): string => (formulaStart.test(text) ? `'${text}` : text)
+
+export const isFreeText = (type: QuestionType) => type === "textarea" || type === "email"
+
+/** Column titles: the fixed ones, then question labels with ` (2)`, ` (3)`… on repeats. */
+export const headerOf = (questions: ReadonlyArray<CsvQuestion>): ReadonlyArray<string> => {
+  const fixed = ["responseId", "surveyId", "externalUserId", "completed", "createdAt", "completedAt"]
+  const used = new Set(fixed)
+  const labels = questions.map((q) => {
+    let name = q.label
+    for (let n = 2; used.has(name); n++) name = `${q.label} (${n})`
+    used.add(name)
+    return name
+  })
+  return [...fixed, ...labels]
+}
+
+export const csvLine = (fields: ReadonlyArray<string>): string => fields.map(csvField).join(",") + "\r\n"
+
+const text = (value: unknown): string => (typeof value === "string" ? value : value === null ? "" : String(value))
+
+/** One CSV line from a row: id, externalUserId, completed, completedAt, createdAt, then one value per question. */
+export const rowLine = (surveyId: string, freeText: ReadonlyArray<boolean>, row: ReadonlyArray<unknown>): string => {
+  let line = `${csvField(text(row[0]))},${csvField(surveyId)},${csvField(text(row[1]))},${
+    row[2] === 1 ? "true" : "false"
+  },${csvField(text(row[4]))},${csvField(text(row[3]))}`
+  for (let i = 0; i < freeText.length; i++) {
+    const cell = text(row[5 + i])
+    line += "," + csvField(freeText[i] === true ? guardFormula(cell) : cell)
+  }
+  return line + "\r\n"
+}
+
