@@ -1,9 +1,11 @@
 import { HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Layer } from "effect"
+import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import { idleTimeoutFor } from "../src/Http/IdleTimeout.js"
 import { DeliveryLog } from "../src/Webhooks/Api.js"
 import { DeliverySettings } from "../src/Webhooks/DeliverySettings.js"
+import { send } from "../src/Webhooks/Sender.js"
+import { Resolver } from "../src/Webhooks/UrlPolicy.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bunTestServer, decodeAs, TestServer } from "./support/TestServer.js"
 import { receiver } from "./support/WebhookReceiver.js"
@@ -70,6 +72,26 @@ describe("test events to a receiver slower than the attempt timeout", () => {
         expect(attempts[0]).toMatchObject({ eventType: "webhook.test", ok: false, responseStatus: null, error: "timed out after 5s" })
       }
     }).pipe(Effect.scoped))
+
+  it.effect("a name that takes long to resolve counts against the same attempt timeout", () =>
+    Effect.gen(function*() {
+      const attempt = yield* Effect.fork(
+        send({
+          targetUrl: "https://hooks.example.com/hook",
+          body: "{}",
+          headers: {},
+          allowPrivate: false,
+          timeout: Duration.seconds(15)
+        }).pipe(Effect.provideService(Resolver, { resolve: () => Effect.never }))
+      )
+      yield* TestClock.adjust("15 seconds")
+      expect(yield* Fiber.join(attempt)).toEqual({
+        ok: false,
+        responseStatus: null,
+        error: "timed out after 15s",
+        retryAfter: null
+      })
+    }))
 
   it("the production server waits out the 15 s attempt and the 5 s busy timeout with room to spare", () => {
     expect(idleTimeoutFor(Duration.seconds(15))).toBe(25)

@@ -79,9 +79,9 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     Effect.gen(function*() {
       const found = yield* repo.find(workspaceId, surveyId)
       const put = surveyId === null ? "PUT /webhooks" : `PUT /surveys/${surveyId}/webhook`
-      const scope = surveyId === null ? "No workspace webhook" : "This survey has no webhook that"
+      const none = surveyId === null ? "No workspace webhook is configured" : "This survey has no webhook"
       if (Option.isNone(found)) {
-        return yield* new InvalidRequest({ message: `${scope} is configured; ${put} first.` })
+        return yield* new InvalidRequest({ message: `${none}; ${put} first.` })
       }
       if (found.value.disabledReason !== null) {
         return yield* new InvalidRequest({

@@ -70,28 +70,29 @@ export const send = (input: SendInput): Effect.Effect<AttemptOutcome> =>
     const parsed = parseTarget(input.targetUrl, input.allowPrivate)
     if (Either.isLeft(parsed)) return failed(parsed.left)
     const target = parsed.right
-    const resolved = yield* Effect.either(resolveTarget(target, input.allowPrivate))
-    if (Either.isLeft(resolved)) return failed(resolved.left)
-    const address = resolved.right
-    const pinned = new URL(target.url.href)
-    pinned.hostname = address.family === 6 ? `[${address.address}]` : address.address
-    const exchange = Effect.tryPromise({
-      // Aborting the signal (timeout, shutdown) stops both the exchange and the body read.
-      try: async (signal) => {
-        const response = await fetch(pinned.href, {
-          method: "POST",
-          body: input.body,
-          headers: { ...input.headers, host: target.url.host },
-          redirect: "manual",
-          signal,
-          ...(target.url.protocol === "https:" && target.literal === undefined
-            ? { tls: { serverName: target.hostname } }
-            : {})
-        })
-        await drain(response)
-        return { status: response.status, retryAfter: response.headers.get("retry-after") }
-      },
-      catch: describe
+    // One deadline for the whole attempt: a name that takes long to resolve counts against it too.
+    const result = yield* Effect.gen(function*() {
+      const address = yield* resolveTarget(target, input.allowPrivate)
+      const pinned = new URL(target.url.href)
+      pinned.hostname = address.family === 6 ? `[${address.address}]` : address.address
+      return yield* Effect.tryPromise({
+        // Aborting the signal (timeout, shutdown) stops both the exchange and the body read.
+        try: async (signal) => {
+          const response = await fetch(pinned.href, {
+            method: "POST",
+            body: input.body,
+            headers: { ...input.headers, host: target.url.host },
+            redirect: "manual",
+            signal,
+            ...(target.url.protocol === "https:" && target.literal === undefined
+              ? { tls: { serverName: target.hostname } }
+              : {})
+          })
+          await drain(response)
+          return { status: response.status, retryAfter: response.headers.get("retry-after") }
+        },
+        catch: describe
+      })
     }).pipe(
       Effect.timeoutFail({
         duration: input.timeout,
@@ -99,7 +100,6 @@ export const send = (input: SendInput): Effect.Effect<AttemptOutcome> =>
       }),
       Effect.either
     )
-    const result = yield* exchange
     if (Either.isLeft(result)) return failed(result.left)
     const { retryAfter, status } = result.right
     if (status >= 200 && status < 300) return { ok: true, responseStatus: status, error: null, retryAfter: null }
