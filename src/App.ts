@@ -23,7 +23,7 @@ import { withRequestId } from "./Http/RequestId.js"
 import { HealthLive, serveMiddleware } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
-import { UsageStoreSql } from "./Quota/UsageStore.js"
+import { UsageStoreLive } from "./Quota/UsageStore.js"
 import { QuestionsLive } from "./Questions/Http.js"
 import { QuestionRepo } from "./Questions/QuestionRepo.js"
 import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
@@ -71,7 +71,7 @@ export const RepositoriesLive = Layer.mergeAll(
   RespondentTokens.Default,
   RespondentPurge.Default,
   Idempotency.Default,
-  UsageStoreSql,
+  UsageStoreLive,
   JobLeases.Default
 )
 

@@ -4,6 +4,7 @@ import { Effect, Schema } from "effect"
 import { Analytics } from "../src/Domain/Analytics.js"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
 import { TOKENS } from "./support/Fixtures.js"
+import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { cli, request, type ServeProcess, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
@@ -12,7 +13,17 @@ import { eventually, receiver } from "./support/WebhookReceiver.js"
 // behind a load balancer. Leases are 2 s here (WORKER_LEASE_SECONDS) so that a takeover is quick.
 const leaseEnv = { WORKER_LEASE_SECONDS: "2" }
 
-const fixture: FixtureInput = respondentFixture
+// The respondent surveys beside the quota accounts (a burst-50 plan among them).
+const fixture: FixtureInput = {
+  ...respondentFixture,
+  plans: [...(respondentFixture.plans ?? []), ...(quotaFixture.plans ?? [])],
+  accounts: [...(respondentFixture.accounts ?? []), ...(quotaFixture.accounts ?? [])],
+  workspaces: [...(respondentFixture.workspaces ?? []), ...(quotaFixture.workspaces ?? [])],
+  members: [...(respondentFixture.members ?? []), ...(quotaFixture.members ?? [])],
+  apiKeys: [...(respondentFixture.apiKeys ?? []), ...(quotaFixture.apiKeys ?? [])],
+  surveys: [...(respondentFixture.surveys ?? []), ...(quotaFixture.surveys ?? [])],
+  responses: [...(respondentFixture.responses ?? []), ...(quotaFixture.responses ?? [])]
+}
 
 const Page = Schema.Struct({ respondentToken: Schema.String })
 const Started = Schema.Struct({ responseId: Schema.String })
@@ -130,6 +141,27 @@ describe("two serve processes on one SQLite file", () => {
       yield* cli(["keys", "revoke", key, "--db", databasePath])
       expect([yield* status(a), yield* status(b)]).toEqual([401, 401])
     }).pipe(Effect.scoped), 120_000)
+
+  it.live("hold a burst limit of 50 exactly: 200 parallel requests over both admit 50", () =>
+    Effect.gen(function*() {
+      const { databasePath } = yield* sharedDatabase(fixture)
+      const a = yield* serveProcess(databasePath, leaseEnv)
+      const b = yield* serveProcess(databasePath, leaseEnv)
+      const statuses = yield* Effect.forEach(
+        Array.from({ length: 200 }, (_, i) => i),
+        (i) =>
+          Effect.map(
+            request(`${(i % 2 === 0 ? a : b).base}${i % 4 < 2 ? "/api/v1/usage" : "/api/v1/surveys/srv_q/responses"}`, {
+              headers: { authorization: `Bearer ${QUOTA_TOKENS.crowd}` }
+            }),
+            (r) => r.status
+          ),
+        { concurrency: "unbounded" }
+      )
+      expect(statuses.filter((s) => s === 200)).toHaveLength(50)
+      expect(statuses.filter((s) => s === 429)).toHaveLength(150)
+      expect(yield* count(databasePath, "SELECT SUM(count) AS n FROM usage_daily WHERE account_id = 'acc_crowd'")).toBe(50)
+    }).pipe(Effect.scoped), 90_000)
 
   it.live("a delivery held by a process killed with SIGKILL is taken over by the other once its lease runs out", () =>
     Effect.gen(function*() {

@@ -1,12 +1,12 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Clock, Context, Deferred, Duration, Effect, Exit, FiberId, Layer } from "effect"
+import { Chunk, Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Queue } from "effect"
 import { supervise } from "../Background/Supervise.js"
 import { KeyAdmission } from "../Auth/Authorization.js"
-import type { ApiKeyContext, QuotaPlan } from "../Auth/CurrentKey.js"
+import type { ApiKeyContext } from "../Auth/CurrentKey.js"
 import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
-import { AccountUsage, burstWindowMs, type RateLimitHeaders } from "./AccountUsage.js"
-import { nextUtcMidnight } from "./Calendar.js"
-import { type CountedRequest, UsageStore, UsageStoreMemory } from "./UsageStore.js"
+import { AccountUsage, burstWindowMs, type Decision, type RateLimitHeaders } from "./AccountUsage.js"
+import { nextUtcMidnight, utcDay } from "./Calendar.js"
+import { type BatchAccount, type CountedRequest, type Decider, UsageStore, UsageStoreMemory } from "./UsageStore.js"
 
 /** The numbers of GET /usage (api-v1 §2.9). */
 export interface UsageReport {
@@ -33,9 +33,6 @@ export interface RateLimiterShape {
   readonly usage: (key: ApiKeyContext) => Effect.Effect<UsageReport, ServiceUnavailable>
 }
 
-/** How often counted requests are written to the store: a crash loses at most this much. */
-export const FLUSH_EVERY = Duration.millis(500)
-
 const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
   HttpApp.appendPreResponseHandler((_request, response) => {
     const limited = HttpServerResponse.setHeaders(response, {
@@ -50,115 +47,138 @@ const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
     )
   })
 
+/** A request waiting for its decision. */
+interface Waiting {
+  readonly key: ApiKeyContext
+  readonly decided: Deferred.Deferred<Decision, ServiceUnavailable>
+}
+
+/** The counters of an account as this process last saw them in the store. */
+interface Known {
+  readonly usage: AccountUsage
+  /** The UTC day they were read from the store. */
+  readonly day: string
+}
+
+/** Requests decided together in one transaction, at most. */
+const BATCH = 512
+
+const busy = () => new ServiceUnavailable({ message: "The service is busy; nothing changed and the request may be retried." })
+
 /**
- * Counts every request in memory, where a check and its increment cannot interleave, so the
- * limits hold exactly under concurrency. Counted requests are written behind, every
- * `FLUSH_EVERY` and at shutdown, so a crash loses at most that much. When a write fails
- * (the database stayed busy past its timeout), no request is admitted until a later write,
- * retried every `FLUSH_EVERY`, has stored the counts still waiting: meanwhile requests answer
- * 503 at once and count nowhere.
- * The memory holds the accounts seen since start, each loaded once from the store.
+ * Exact across every process on the database. A request is decided inside a transaction that
+ * holds the account's day row locked (on SQLite, the database's write lock), so no other
+ * process decides for the account meanwhile, and its count is stored before it is answered.
+ * Requests that arrive while a transaction runs are decided together in the next one, in
+ * arrival order: under load one transaction serves many requests.
+ *
+ * The counters of an account stay in memory between transactions. The locked day row tells
+ * whether they are still exact: every admitted request adds to it, so when its count is the
+ * one this process last stored, no other process admitted a request for the account since,
+ * and the burst window held in memory is the stored one. Otherwise (another process counted,
+ * a new UTC day, a failed transaction) the counters are read again from the store first.
+ *
+ * When the store stays busy past its timeout, the requests of that transaction answer 503 and
+ * count nowhere.
  */
 export const makeRateLimiter = Effect.gen(function*() {
   const store = yield* UsageStore
-  const accounts = new Map<string, AccountUsage>()
-  const loading = new Map<string, Deferred.Deferred<AccountUsage, ServiceUnavailable>>()
-  let unwritten: Array<CountedRequest> = []
-  let behind = false
+  const known = new Map<string, Known>()
+  const queue = yield* Queue.unbounded<Waiting>()
 
-  /** Writes what is counted and not yet stored; on failure keeps it for the next attempt. */
-  const flush: Effect.Effect<void, ServiceUnavailable> = Effect.suspend(() => {
-    if (unwritten.length === 0) return Effect.void
-    const batch = unwritten
-    unwritten = []
-    return Clock.currentTimeMillis.pipe(
-      Effect.flatMap((now) => store.record(batch, now)),
-      Effect.onExit((exit) =>
-        Effect.sync(() => {
-          if (Exit.isSuccess(exit)) {
-            behind = false
-          } else {
-            unwritten = batch.concat(unwritten)
-            behind = true
+  /** Decides `batch` in one transaction of the store; answers each request's decision and the counters used. */
+  const decideAll = (batch: ReadonlyArray<Waiting>, now: number) => {
+    const day = utcDay(now)
+    const decisions: Array<Decision> = []
+    const synced = new Map<string, AccountUsage>()
+    const accounts = new Map<string, BatchAccount>()
+    for (const { key } of batch) accounts.set(key.accountId, { accountId: key.accountId, windowMs: burstWindowMs(key.quota) })
+    const plans = new Map(batch.map(({ key }) => [key.accountId, key.quota]))
+    // Once `decide` has run, the counters in memory hold its decisions: should the store try the
+    // transaction again, they are read back from it instead.
+    let decided = false
+    const decider: Decider = {
+      current: (accountId, dayCount) => {
+        if (decided) return false
+        const cached = known.get(accountId)
+        const plan = plans.get(accountId)
+        return cached !== undefined && plan !== undefined && cached.day === day &&
+          cached.usage.current(now, plan).today === dayCount
+      },
+      decide: (reloaded) => {
+        decided = true
+        decisions.length = 0
+        synced.clear()
+        const admitted: Array<CountedRequest> = []
+        for (const { key } of batch) {
+          let usage = synced.get(key.accountId)
+          if (usage === undefined) {
+            const fresh = reloaded.get(key.accountId)
+            // A counter that was not reloaded is current (a failed transaction forgets it below).
+            usage = fresh !== undefined ? new AccountUsage(fresh, now) : known.get(key.accountId)?.usage
+            if (usage === undefined) throw new Error(`counters of ${key.accountId} neither current nor loaded`)
+            synced.set(key.accountId, usage)
           }
-        })
-      ),
-      Effect.uninterruptible,
-      Effect.withSpan("RateLimiter.flush")
-    )
-  })
+          const decision = usage.take(now, key.quota)
+          if (decision._tag === "Admitted") admitted.push({ accountId: key.accountId, at: now, windowMs: burstWindowMs(key.quota) })
+          decisions.push(decision)
+        }
+        return admitted
+      }
+    }
+    return Effect.as(store.settle(now, [...accounts.values()], decider), { decisions, synced })
+  }
 
-  // Opened by the first count after a write; the writer sleeps only while something waits.
-  const waiting = yield* Effect.makeLatch(false)
+  // One transaction at a time, for every request waiting when it starts.
   yield* supervise(
-    "request count writer",
+    "request quota",
     Effect.gen(function*() {
-      yield* waiting.await
-      yield* Effect.sleep(FLUSH_EVERY)
-      waiting.unsafeClose()
-      yield* flush.pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("request counts not written yet; retrying", cause))
-      )
-      if (unwritten.length > 0) waiting.unsafeOpen()
+      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(queue, 1, BATCH))
+      const now = yield* Clock.currentTimeMillis
+      const outcome = yield* Effect.exit(decideAll(batch, now))
+      if (Exit.isSuccess(outcome)) {
+        for (const [accountId, usage] of outcome.value.synced) known.set(accountId, { usage, day: utcDay(now) })
+        outcome.value.decisions.forEach((decision, i) => {
+          const waiting = batch[i]
+          if (waiting !== undefined) Deferred.unsafeDone(waiting.decided, Exit.succeed(decision))
+        })
+      } else {
+        // The counters in memory may hold decisions that were never stored.
+        for (const { key } of batch) known.delete(key.accountId)
+        if (!Exit.isInterrupted(outcome)) yield* Effect.logWarning("request counts not stored", outcome.cause)
+        for (const { decided } of batch) Deferred.unsafeDone(decided, Exit.fail(busy()))
+      }
     }).pipe(Effect.forever)
   )
-  yield* Effect.addFinalizer(() => Effect.ignoreLogged(flush))
-
-  const accountOf = (accountId: string, plan: QuotaPlan): Effect.Effect<AccountUsage, ServiceUnavailable> =>
-    Effect.suspend(() => {
-      const ready = accounts.get(accountId)
-      if (ready !== undefined) return Effect.succeed(ready)
-      const inFlight = loading.get(accountId)
-      if (inFlight !== undefined) return Deferred.await(inFlight)
-      const deferred = Deferred.unsafeMake<AccountUsage, ServiceUnavailable>(FiberId.none)
-      loading.set(accountId, deferred)
-      return Clock.currentTimeMillis.pipe(
-        Effect.flatMap((now) => Effect.map(store.load(accountId, now, burstWindowMs(plan)), (stored) => ({ now, stored }))),
-        Effect.map(({ now, stored }) => new AccountUsage(stored, now)),
-        Effect.onExit((exit) =>
-          Effect.sync(() => {
-            loading.delete(accountId)
-            if (Exit.isSuccess(exit)) accounts.set(accountId, exit.value)
-            Deferred.unsafeDone(deferred, exit)
-          })
-        ),
-        Effect.uninterruptible
-      )
-    })
-
-  // While counts wait for a store that refused them, admitting more would widen what a crash loses.
-  const catchUp = Effect.suspend(() =>
-    behind
-      ? Effect.fail(
-        new ServiceUnavailable({ message: "The service is busy; nothing changed and the request may be retried." })
-      )
-      : Effect.void
+  // Requests still waiting when the limiter stops are not admitted.
+  yield* Effect.addFinalizer(() =>
+    Effect.flatMap(Queue.takeAll(queue), (left) =>
+      Effect.sync(() => Chunk.forEach(left, ({ decided }) => Deferred.unsafeDone(decided, Exit.fail(busy())))))
   )
 
   // On every request's path: no span of its own, the request's span covers it.
   const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
-    Effect.flatMap(Effect.zipRight(catchUp, accountOf(key.accountId, key.quota)), (usage) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<void, RateLimited | ServiceUnavailable> => {
-        const decision = usage.take(now, key.quota)
-        if (decision._tag === "Limited") {
-          return Effect.zipRight(
+    Effect.suspend(() => {
+      const decided = Deferred.unsafeMake<Decision, ServiceUnavailable>(FiberId.none)
+      return Effect.zipRight(Queue.offer(queue, { key, decided }), Deferred.await(decided))
+    }).pipe(
+      Effect.flatMap((decision): Effect.Effect<void, RateLimited> =>
+        decision._tag === "Limited"
+          ? Effect.zipRight(
             withHeaders(decision.headers, decision.retryAfterSeconds),
             new RateLimited({
               message: `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
               retryAfterSeconds: decision.retryAfterSeconds
             })
           )
-        }
-        if (unwritten.push({ accountId: key.accountId, at: now, windowMs: burstWindowMs(key.quota) }) === 1) {
-          waiting.unsafeOpen()
-        }
-        return withHeaders(decision.headers)
-      }))
+          : withHeaders(decision.headers)
+      )
+    )
 
   const usage = Effect.fnUntraced(function*(key: ApiKeyContext) {
-    const account = yield* accountOf(key.accountId, key.quota)
     const now = yield* Clock.currentTimeMillis
-    const counts = account.current(now, key.quota)
+    const stored = yield* store.load(key.accountId, now, burstWindowMs(key.quota))
+    const counts = new AccountUsage(stored, now).current(now, key.quota)
     return {
       burstLimit: key.quota.burstLimit,
       burstWindowMinutes: key.quota.burstWindowMinutes,

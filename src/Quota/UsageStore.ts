@@ -1,7 +1,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
+import { Database } from "bun:sqlite"
 import { Context, Effect, Layer, Schema } from "effect"
+import { AppConfig } from "../Config.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
 import { isSqliteBusy } from "../Sql/Busy.js"
+import { num } from "../Sql/Rows.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
 
@@ -12,23 +15,49 @@ export interface CountedRequest {
   readonly windowMs: number
 }
 
-/** Where the quota counters live between restarts. */
+/** An account a batch of requests is decided for. */
+export interface BatchAccount {
+  readonly accountId: string
+  readonly windowMs: number
+}
+
+/**
+ * Decides a batch inside the store's transaction. `current(accountId, dayCount)` tells, from the
+ * locked count of the account's UTC day, whether the counters held in memory are still exact;
+ * `decide` gets the stored counters of the accounts that are not (only those) and answers the
+ * requests it admitted, which the store records before the transaction commits.
+ */
+export interface Decider {
+  readonly current: (accountId: string, dayCount: number) => boolean
+  readonly decide: (reloaded: ReadonlyMap<string, StoredUsage>) => ReadonlyArray<CountedRequest>
+}
+
+/** Where the quota counters live, shared by every process on the database. */
 export interface UsageStoreShape {
   /** The counts of the day and month holding `now`, and the requests in the burst window ending at `now`. */
   readonly load: (accountId: string, now: number, windowMs: number) => Effect.Effect<StoredUsage, ServiceUnavailable>
-  /** Records a batch of counted requests at once (all or none). */
-  readonly record: (batch: ReadonlyArray<CountedRequest>, now: number) => Effect.Effect<void, ServiceUnavailable>
+  /**
+   * One transaction holding each account's day row locked (on SQLite, the database's write lock)
+   * while `decider` decides and its admitted requests are recorded: no other process decides for
+   * these accounts meanwhile. Fails with 503 when the store stays busy; then nothing was written.
+   */
+  readonly settle: (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) => Effect.Effect<void, ServiceUnavailable>
 }
 
 export class UsageStore extends Context.Tag("Quota/UsageStore")<UsageStore, UsageStoreShape>() {}
 
 const busyMessage = "The service is busy; nothing changed and the request may be retried."
+const busy = () => new ServiceUnavailable({ message: busyMessage })
 
 const PRUNE_EVERY_MS = 10_000
+
+/** How long the limiter's own SQLite connection waits for a lock at a time (it blocks the thread meanwhile). */
+const WAIT_MS = 2
 
 const DayCount = Schema.Struct({ count: Schema.Number })
 const BurstRow = Schema.Struct({ atMs: Schema.Number, count: Schema.Number })
 
+/** The rows a batch adds: per account and UTC day, per account and millisecond. */
 const aggregate = (batch: ReadonlyArray<CountedRequest>) => {
   const days = new Map<string, { accountId: string; day: string; count: number }>()
   const stamps = new Map<string, { accountId: string; atMs: number; count: number }>()
@@ -48,7 +77,24 @@ const aggregate = (batch: ReadonlyArray<CountedRequest>) => {
   return { days: [...days.values()], stamps: [...stamps.values()], windows }
 }
 
-/** Counters in SQLite: one row per account and UTC day, and the burst window per millisecond. */
+/** The accounts whose burst rows older than their window are due to be deleted (at most every 10 s each). */
+const pruning = (lastPruned: Map<string, number>, windows: ReadonlyMap<string, number>, now: number) => {
+  const prune: Array<{ accountId: string; before: number }> = []
+  for (const [accountId, windowMs] of windows) {
+    if ((lastPruned.get(accountId) ?? Number.NEGATIVE_INFINITY) + PRUNE_EVERY_MS <= now) {
+      prune.push({ accountId, before: now - windowMs })
+    }
+  }
+  return prune
+}
+
+const stored = (dayCount: number, monthCount: number, rows: ReadonlyArray<{ readonly atMs: number; readonly count: number }>) => {
+  const burst: Array<number> = []
+  for (const row of rows) for (let i = 0; i < row.count; i++) burst.push(row.atMs)
+  return { dayCount, monthCount, burst } satisfies StoredUsage
+}
+
+/** Counters through the service's `SqlClient`, statement by statement (any dialect; PostgreSQL locks the day rows). */
 export const UsageStoreSql = Layer.effect(
   UsageStore,
   Effect.gen(function*() {
@@ -56,8 +102,7 @@ export const UsageStoreSql = Layer.effect(
     const lastPruned = new Map<string, number>()
 
     const busyOrDie = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-      Effect.catchAll(effect, (error) =>
-        isSqliteBusy(error) ? Effect.fail(new ServiceUnavailable({ message: busyMessage })) : Effect.die(error))
+      Effect.catchAll(effect, (error) => isSqliteBusy(error) ? Effect.fail(busy()) : Effect.die(error))
 
     const dayCount = SqlSchema.findOne({
       Request: Schema.Struct({ accountId: Schema.String, day: Schema.String }),
@@ -78,47 +123,165 @@ export const UsageStoreSql = Layer.effect(
       execute: ({ accountId, after }) =>
         sql`SELECT at_ms, count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after} ORDER BY at_ms`
     })
+    // A write, so that the row stays locked until commit (PostgreSQL); on SQLite the transaction
+    // already holds the database's write lock.
+    const lockDay = SqlSchema.single({
+      Request: Schema.Struct({ accountId: Schema.String, day: Schema.String }),
+      Result: DayCount,
+      execute: ({ accountId, day }) =>
+        sql`INSERT INTO usage_daily (account_id, day, count) VALUES (${accountId}, ${day}, 0)
+            ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count
+            RETURNING count`
+    })
+
+    const loadRows = (accountId: string, now: number, windowMs: number) =>
+      Effect.gen(function*() {
+        const today = yield* dayCount({ accountId, day: utcDay(now) })
+        const thisMonth = yield* monthCount({ accountId, month: utcMonth(now) })
+        const rows = yield* burstRows({ accountId, after: now - windowMs })
+        return stored(today._tag === "Some" ? today.value.count : 0, thisMonth.count, rows)
+      })
 
     const load = (accountId: string, now: number, windowMs: number) =>
-      Effect.gen(function*() {
-        const day = utcDay(now)
-        const month = utcMonth(now)
-        const today = yield* dayCount({ accountId, day })
-        const thisMonth = yield* monthCount({ accountId, month })
-        const rows = yield* burstRows({ accountId, after: now - windowMs })
-        const burst: Array<number> = []
-        for (const row of rows) for (let i = 0; i < row.count; i++) burst.push(row.atMs)
-        return {
-          dayCount: today._tag === "Some" ? today.value.count : 0,
-          monthCount: thisMonth.count,
-          burst
-        } satisfies StoredUsage
-      }).pipe(busyOrDie, Effect.withSpan("UsageStore.load"))
+      loadRows(accountId, now, windowMs).pipe(busyOrDie, Effect.withSpan("UsageStore.load"))
 
-    const record = (batch: ReadonlyArray<CountedRequest>, now: number) => {
-      const { days, stamps, windows } = aggregate(batch)
-      const prune: Array<{ accountId: string; before: number }> = []
-      for (const [accountId, windowMs] of windows) {
-        if ((lastPruned.get(accountId) ?? Number.NEGATIVE_INFINITY) + PRUNE_EVERY_MS <= now) {
-          prune.push({ accountId, before: now - windowMs })
+    const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
+      Effect.gen(function*() {
+        const reloaded = new Map<string, StoredUsage>()
+        for (const { accountId, windowMs } of accounts) {
+          const locked = yield* lockDay({ accountId, day: utcDay(now) })
+          if (!decider.current(accountId, locked.count)) reloaded.set(accountId, yield* loadRows(accountId, now, windowMs))
         }
-      }
-      return Effect.gen(function*() {
-        yield* sql`INSERT INTO usage_daily ${sql.insert(days)}
-          ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`
-        yield* sql`INSERT INTO usage_burst ${sql.insert(stamps)}
-          ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
+        const { days, stamps, windows } = aggregate(decider.decide(reloaded))
+        const prune = pruning(lastPruned, windows, now)
+        if (days.length > 0) {
+          yield* sql`INSERT INTO usage_daily ${sql.insert(days)}
+            ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`
+          yield* sql`INSERT INTO usage_burst ${sql.insert(stamps)}
+            ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
+        }
         for (const p of prune) {
           yield* sql`DELETE FROM usage_burst WHERE account_id = ${p.accountId} AND at_ms <= ${p.before}`
         }
+        return prune
       }).pipe(
         sql.withTransaction,
         busyOrDie,
-        Effect.tap(() => Effect.sync(() => prune.forEach((p) => lastPruned.set(p.accountId, now))))
+        Effect.map((prune) => prune.forEach((p) => lastPruned.set(p.accountId, now))),
+        Effect.withSpan("UsageStore.settle")
       )
+
+    return { load, settle }
+  })
+)
+
+/**
+ * Counters in the SQLite file through a connection of the limiter's own, whose transaction runs
+ * start to end in one synchronous call: prepared statements without the client's per-statement
+ * machinery (50–150 µs each on this stack, where these cost a few), and no other fiber of this
+ * process can find the write lock held halfway. SQLite waits for a lock by blocking the process's
+ * only thread, so this connection waits at most 2 ms at a time and then lets the process's other
+ * fibers run (one of them may hold the lock) before it tries again, until the busy timeout is spent.
+ */
+const sqliteFileStore = (path: string, busyTimeoutMs: number) =>
+  Effect.gen(function*() {
+    const db = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const db = new Database(path, { readwrite: true, create: false })
+        db.exec(`PRAGMA busy_timeout = ${WAIT_MS}`)
+        // As the service's own connection (src/Sql/Database.ts): crash-safe in WAL without a sync per commit.
+        db.exec("PRAGMA synchronous = NORMAL")
+        return db
+      }),
+      (db) => Effect.sync(() => db.close())
+    )
+    const lastPruned = new Map<string, number>()
+    const dayCount = db.query("SELECT count FROM usage_daily WHERE account_id = ? AND day = ?")
+    const monthCount = db.query(
+      "SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = ? AND day >= ? AND day <= ?"
+    )
+    const burstRows = db.query("SELECT at_ms, count FROM usage_burst WHERE account_id = ? AND at_ms > ? ORDER BY at_ms")
+    const lockDay = db.query(`INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, 0)
+      ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count RETURNING count`)
+    const addDay = db.query(`INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, ?)
+      ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`)
+    const addStamp = db.query(`INSERT INTO usage_burst (account_id, at_ms, count) VALUES (?, ?, ?)
+      ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`)
+    const pruneStamps = db.query("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
+
+    const loadNow = (accountId: string, now: number, windowMs: number): StoredUsage => {
+      const month = utcMonth(now)
+      const today = dayCount.values(accountId, utcDay(now))[0]
+      const thisMonth = monthCount.values(accountId, `${month}-01`, `${month}-31`)[0] ?? []
+      const rows = burstRows.values(accountId, now - windowMs).map((row) => ({
+        atMs: num(row, 0, "at_ms"),
+        count: num(row, 1, "count")
+      }))
+      return stored(today === undefined ? 0 : num(today, 0, "count"), num(thisMonth, 0, "count"), rows)
     }
 
-    return { load, record }
+    const settleNow = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) => {
+      db.exec("BEGIN IMMEDIATE")
+      try {
+        const reloaded = new Map<string, StoredUsage>()
+        for (const { accountId, windowMs } of accounts) {
+          const locked = num(lockDay.values(accountId, utcDay(now))[0] ?? [], 0, "count")
+          if (!decider.current(accountId, locked)) reloaded.set(accountId, loadNow(accountId, now, windowMs))
+        }
+        const { days, stamps, windows } = aggregate(decider.decide(reloaded))
+        for (const d of days) addDay.run(d.accountId, d.day, d.count)
+        for (const s of stamps) addStamp.run(s.accountId, s.atMs, s.count)
+        const prune = pruning(lastPruned, windows, now)
+        for (const p of prune) pruneStamps.run(p.accountId, p.before)
+        db.exec("COMMIT")
+        for (const p of prune) lastPruned.set(p.accountId, now)
+      } catch (error) {
+        if (!db.inTransaction) throw error
+        db.exec("ROLLBACK")
+        throw error
+      }
+    }
+
+    const tries = Math.ceil(Math.max(0, busyTimeoutMs) / WAIT_MS) + 1
+    /**
+     * `run` now; when the file is locked, again after the other fibers had their turn, until the
+     * busy timeout is spent. BUSY can only come from reading or from BEGIN IMMEDIATE (the lock is
+     * then ours until COMMIT): nothing was written.
+     */
+    const withRetries = <A>(run: () => A): Effect.Effect<A, ServiceUnavailable> => {
+      let left = tries
+      const attempt: Effect.Effect<A, ServiceUnavailable> = Effect.suspend(() => {
+        try {
+          return Effect.succeed(run())
+        } catch (error) {
+          if (!isSqliteBusy(error)) return Effect.die(error)
+          return --left > 0 ? Effect.zipRight(Effect.yieldNow(), attempt) : Effect.fail(busy())
+        }
+      })
+      return attempt
+    }
+
+    const load = (accountId: string, now: number, windowMs: number) => withRetries(() => loadNow(accountId, now, windowMs))
+
+    // On every request's path (one call per batch): no span of its own.
+    const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
+      withRetries(() => settleNow(now, accounts, decider))
+
+    return UsageStore.of({ load, settle })
+  })
+
+/**
+ * The counters in the service's database: on a SQLite file through the limiter's own connection,
+ * otherwise (PostgreSQL, an in-memory SQLite database) through the service's client.
+ */
+export const UsageStoreLive = Layer.unwrapScoped(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const sqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
+    if (!sqlite || config.databasePath === ":memory:") return UsageStoreSql
+    const store = yield* sqliteFileStore(config.databasePath, config.sqliteBusyTimeoutMs ?? 5000)
+    return Layer.succeed(UsageStore, store)
   })
 )
 
@@ -126,23 +289,30 @@ export const UsageStoreSql = Layer.effect(
 export const UsageStoreMemory = Layer.sync(UsageStore, () => {
   const daily = new Map<string, number>()
   const burst = new Map<string, Array<number>>()
+  const loadNow = (accountId: string, now: number, windowMs: number): StoredUsage => {
+    const day = utcDay(now)
+    const month = utcMonth(now)
+    let monthCount = 0
+    for (const [key, count] of daily) {
+      if (key.startsWith(`${accountId}\u0000${month}`)) monthCount += count
+    }
+    return {
+      dayCount: daily.get(`${accountId}\u0000${day}`) ?? 0,
+      monthCount,
+      burst: (burst.get(accountId) ?? []).filter((at) => at > now - windowMs)
+    }
+  }
   return {
-    load: (accountId, now, windowMs) =>
+    load: (accountId, now, windowMs) => Effect.sync(() => loadNow(accountId, now, windowMs)),
+    // One process, and the limiter settles one batch at a time: nothing can interleave.
+    settle: (now, accounts, decider) =>
       Effect.sync(() => {
-        const day = utcDay(now)
-        const month = utcMonth(now)
-        let monthCount = 0
-        for (const [key, count] of daily) {
-          if (key.startsWith(`${accountId}\u0000${month}`)) monthCount += count
+        const reloaded = new Map<string, StoredUsage>()
+        for (const { accountId, windowMs } of accounts) {
+          const dayCount = daily.get(`${accountId}\u0000${utcDay(now)}`) ?? 0
+          if (!decider.current(accountId, dayCount)) reloaded.set(accountId, loadNow(accountId, now, windowMs))
         }
-        return {
-          dayCount: daily.get(`${accountId}\u0000${day}`) ?? 0,
-          monthCount,
-          burst: (burst.get(accountId) ?? []).filter((at) => at > now - windowMs)
-        }
-      }),
-    record: (batch, now) =>
-      Effect.sync(() => {
+        const batch = decider.decide(reloaded)
         for (const item of batch) {
           const key = `${item.accountId}\u0000${utcDay(item.at)}`
           daily.set(key, (daily.get(key) ?? 0) + 1)

@@ -41,9 +41,10 @@ export const busyTimeoutMs = (config: AppSettings): number => config.sqliteBusyT
 
 /**
  * A transaction that found the write lock still taken after the busy timeout wrote nothing (it
- * failed at `BEGIN IMMEDIATE`), so it is tried again a few times before the caller sees it.
+ * failed at `BEGIN IMMEDIATE`), so it is tried again before the caller sees it; each try waits up
+ * to the busy timeout inside SQLite.
  */
-const busyRetry = Schedule.exponential("20 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(3)))
+const busyRetry = Schedule.recurs(2)
 
 /**
  * The SQLite client with write transactions that take the database's write lock when they
