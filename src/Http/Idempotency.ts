@@ -2,6 +2,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Option, Schedule, Schema } from "effect"
 import { createHash } from "node:crypto"
+import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { InvalidRequest } from "../Domain/Errors.js"
 
@@ -157,10 +158,15 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
   })
 }) {}
 
-/** Prunes expired idempotency answers at start and then every hour while the server runs. */
+/** Prunes expired idempotency answers at start and then every hour: once an hour over all processes. */
 export const IdempotencyPurgeLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const idempotency = yield* Idempotency
-    yield* periodically("idempotency key purge", idempotency.prune(), Schedule.spaced("1 hour"))
+    const jobs = yield* JobLeases
+    yield* periodically(
+      "idempotency key purge",
+      jobs.oncePerPeriod("idempotency-purge", 3_600_000, idempotency.prune()),
+      Schedule.spaced("1 hour")
+    )
   })
 )
