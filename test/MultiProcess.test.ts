@@ -36,13 +36,13 @@ const json = (token: string, body: unknown, method = "POST") => ({
   body: JSON.stringify(body)
 })
 
-/** A respondent completes `srv_short` through `server`: page, then one finished save. */
-const completeOn = (server: ServeProcess) =>
+/** A respondent completes `srv_short`: the page from `server`, then one finished save through `saveOn`. */
+const completeOn = (server: ServeProcess, saveOn: ServeProcess = server) =>
   Effect.gen(function*() {
     const page = yield* request(`${server.base}/s/srv_short`, { headers: { accept: "application/json" } })
     const token = decode(Page, page.text).respondentToken
     const saved = yield* request(
-      `${server.base}/respond/v1/responses`,
+      `${saveOn.base}/respond/v1/responses`,
       json(token, { answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: true })
     )
     expect(saved.status).toBe(201)
@@ -71,7 +71,7 @@ const count = (databasePath: string, text: string) =>
   Effect.map(query(databasePath, text), (rows) => Schema.decodeUnknownSync(Count)(rows[0]).n)
 
 describe("two serve processes on one SQLite file", () => {
-  it.live("deliver every event once, count every completion once, load an embed URL once and see a revocation", () =>
+  it.live("deliver every event once, count every completion once, share respondent tokens, load an embed URL once and see a revocation", () =>
     Effect.gen(function*() {
       const { databasePath } = yield* sharedDatabase(fixture)
       const target = yield* receiver()
@@ -80,11 +80,12 @@ describe("two serve processes on one SQLite file", () => {
       const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
       expect(registered.status).toBe(200)
 
-      // Completions through both processes, in parallel.
+      // Completions through both processes, in parallel; a respondent token from one process
+      // saves through the other.
       const completions = 24
       const ids = yield* Effect.forEach(
         Array.from({ length: completions }, (_, i) => (i % 2 === 0 ? a : b)),
-        completeOn,
+        (server, i) => completeOn(server, i % 3 === 0 ? (server === a ? b : a) : server),
         { concurrency: 8 }
       )
       expect(new Set(ids).size).toBe(completions)

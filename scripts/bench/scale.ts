@@ -1,0 +1,197 @@
+/**
+ * Many processes on one database: throughput of the read endpoints and of respondent completions
+ * with one `serve` process and with two on the same database, side by side in one run, for each
+ * storage the service supports (SQLite file; PostgreSQL when the build has it). The processes
+ * are the compiled binary; each process gets its own wrk with half the connections, and the
+ * figures are their sums.
+ *
+ *   bun run bench:scale [-- --seconds 5 --connections 32 --surveys 20 --responses 500]
+ */
+import { existsSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { BENCH_TOKEN, surveyId, writeDataset } from "./Dataset.js"
+import { buildBinary, cleanup, machine, root, type Server, startServer, table, tempDir } from "./support.js"
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "5" },
+    connections: { type: "string", default: "32" },
+    surveys: { type: "string", default: "20" },
+    responses: { type: "string", default: "500" }
+  }
+})
+const seconds = Math.min(60, Math.max(1, Number(args.seconds)))
+const connections = Math.min(256, Math.max(2, Number(args.connections)))
+const surveys = Math.min(500, Math.max(1, Number(args.surveys)))
+const responsesPerSurvey = Math.min(5000, Math.max(1, Number(args.responses)))
+
+if (!existsSync("/usr/bin/wrk")) {
+  console.error("bench:scale loads the servers with wrk: install it first (Debian: apt-get install wrk).")
+  process.exit(1)
+}
+
+// A survey of one free-text question for the completions, beside the read dataset.
+const COMPLETION_SURVEY = "srv_scale_completions"
+const completionFixture = {
+  surveys: [{
+    id: COMPLETION_SURVEY,
+    workspaceId: "ws_bench",
+    title: "Completions",
+    status: "published",
+    createdAt: "2026-01-01T00:00:00.000Z",
+    updatedAt: "2026-01-01T00:00:00.000Z",
+    questions: [{ id: "q_scale_text", type: "textarea", label: "Say", order: 1 }]
+  }]
+}
+
+interface Workload {
+  readonly name: string
+  /** The wrk arguments after the URL's base: path and, for a write, a Lua script. */
+  readonly path: string
+  readonly script?: (dir: string, server: Server) => Promise<string>
+}
+
+const completion = async (dir: string, server: Server) => {
+  const page = await fetch(`${server.url}/s/${COMPLETION_SURVEY}`, { headers: { accept: "application/json" } })
+  const body: unknown = await page.json()
+  const token = typeof body === "object" && body !== null && "respondentToken" in body && typeof body.respondentToken === "string"
+    ? body.respondentToken
+    : ""
+  if (token === "") throw new Error(`no respondent token from ${server.url}`)
+  const file = join(dir, `complete-${server.pid}.lua`)
+  writeFileSync(
+    file,
+    [
+      `wrk.method = "POST"`,
+      `wrk.headers["Authorization"] = "Bearer ${token}"`,
+      `wrk.headers["Content-Type"] = "application/json"`,
+      `wrk.body = '${JSON.stringify({ answers: [{ questionId: "q_scale_text", values: ["hello"] }], finished: true })}'`
+    ].join("\n")
+  )
+  return file
+}
+
+const workloads: ReadonlyArray<Workload> = [
+  { name: "GET /surveys/{id}", path: `/api/v1/surveys/${surveyId(1)}` },
+  { name: "GET /surveys/{id}/responses (25)", path: `/api/v1/surveys/${surveyId(1)}/responses?limit=25` },
+  { name: "GET /surveys/{id}/analytics", path: `/api/v1/surveys/${surveyId(1)}/analytics` },
+  { name: "POST /respond/v1/responses (completion)", path: "/respond/v1/responses", script: completion }
+]
+
+interface Load {
+  readonly rps: number
+  readonly p99Ms: number
+  readonly non2xx: number
+}
+
+const millis = (text: string) => {
+  const match = /([\d.]+)(us|ms|s)/.exec(text)
+  if (match === null) return Number.NaN
+  const value = Number(match[1])
+  return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value
+}
+
+const wrk = async (server: Server, workload: Workload, conns: number, duration: number, script?: string): Promise<Load> => {
+  const child = Bun.spawn([
+    "/usr/bin/wrk",
+    "-t1",
+    `-c${conns}`,
+    `-d${duration}s`,
+    "--latency",
+    "-H",
+    `Authorization: Bearer ${BENCH_TOKEN}`,
+    ...(script === undefined ? [] : ["-s", script]),
+    `${server.url}${workload.path}`
+  ], { stdout: "pipe", stderr: "pipe" })
+  const out = await new Response(child.stdout).text()
+  await child.exited
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? "NaN")
+  if (!Number.isFinite(rps)) throw new Error(`could not read wrk's output:\n${out}`)
+  return {
+    rps,
+    p99Ms: millis(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ""),
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? "0")
+  }
+}
+
+/** Loads every process at once, each with its share of the connections; answers the sums. */
+const measure = async (dir: string, servers: ReadonlyArray<Server>, workload: Workload): Promise<Load> => {
+  const scripts = await Promise.all(servers.map((s) => workload.script?.(dir, s)))
+  const share = Math.max(1, Math.floor(connections / servers.length))
+  await Promise.all(servers.map((s, i) => wrk(s, workload, share, 1, scripts[i]))) // warm-up, not kept
+  const loads = await Promise.all(servers.map((s, i) => wrk(s, workload, share, seconds, scripts[i])))
+  return {
+    rps: loads.reduce((sum, l) => sum + l.rps, 0),
+    p99Ms: Math.max(...loads.map((l) => l.p99Ms)),
+    non2xx: loads.reduce((sum, l) => sum + l.non2xx, 0)
+  }
+}
+
+interface Setup {
+  readonly name: string
+  readonly processes: number
+  readonly env: Record<string, string>
+  readonly database: string
+}
+
+const binary = buildBinary()
+const help = Bun.spawnSync([binary, "serve", "--help"], { stdout: "pipe", stderr: "pipe" }).stdout.toString()
+const postgresSupported = help.includes("--database-url")
+
+const work = tempDir()
+const results = new Map<string, Map<string, Load>>()
+const notes: Array<string> = []
+try {
+  const dbPath = join(work, "bench.db")
+  const files = [...(await writeDataset(work, { surveys, responsesPerSurvey, deepResponses: 0 }))]
+  const extra = join(work, "fixture-completions.json")
+  writeFileSync(extra, JSON.stringify(completionFixture))
+  files.push(extra)
+  for (const file of files) {
+    const result = Bun.spawnSync([binary, "import", file, "--db", dbPath], { cwd: root, stdout: "pipe", stderr: "pipe" })
+    if (result.exitCode !== 0) throw new Error(`import failed: ${result.stderr.toString()}`)
+  }
+  const setups: Array<Setup> = [
+    { name: "SQLite, 1 process", processes: 1, env: {}, database: dbPath },
+    { name: "SQLite, 2 processes", processes: 2, env: {}, database: dbPath }
+  ]
+  if (!postgresSupported) {
+    notes.push("PostgreSQL: not measured, this build has no PostgreSQL storage (`serve --database-url`).")
+  }
+  for (const setup of setups) {
+    const servers: Array<Server> = []
+    try {
+      for (let i = 0; i < setup.processes; i++) {
+        servers.push(await startServer(binary, setup.database, 20_000 + Math.floor(Math.random() * 20_000), setup.env))
+      }
+      const row = new Map<string, Load>()
+      for (const workload of workloads) {
+        const load = await measure(work, servers, workload)
+        row.set(workload.name, load)
+        console.error(`${setup.name}, ${workload.name}: ${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms.toFixed(1)} ms`)
+      }
+      results.set(setup.name, row)
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()))
+    }
+  }
+} finally {
+  cleanup(work)
+}
+
+const names = [...results.keys()]
+const cell = (load: Load | undefined) =>
+  load === undefined ? "n/a" : `${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms.toFixed(1)} ms${load.non2xx > 0 ? `, ${load.non2xx} non-2xx` : ""}`
+console.log([
+  `${machine()}; wrk, ${connections} connections over the processes, ${seconds} s per cell after a 1 s warm-up; ` +
+  `${surveys} surveys × ${responsesPerSurvey} responses; ${new Date().toISOString().slice(0, 16)}Z`,
+  "",
+  table(["workload", ...names], workloads.map((w) => [w.name, ...names.map((n) => cell(results.get(n)?.get(w.name)))])),
+  "",
+  ...notes
+].join("\n"))
+if ([...results.values()].some((row) => [...row.values()].some((l) => l.non2xx > 0))) {
+  console.log("Some answers were not 2xx: those cells are not comparable.")
+  process.exitCode = 1
+}
