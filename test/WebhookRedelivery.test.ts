@@ -150,6 +150,42 @@ describe("redeliver one event", () => {
     }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })), Effect.scoped))
 })
 
+describe("redeliver during an attempt", () => {
+  it.live("an attempt still in flight when its webhook was switched off is not doubled by a redelivery", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const released = Effect.runPromise(Deferred.await(release))
+      let requests = 0
+      const target = yield* receiver(() => {
+        requests++
+        // The first event's attempt hangs until released; the second meets a receiver that is gone.
+        return requests === 1 ? released.then(() => new Response("ok")) : new Response("", { status: requests === 2 ? 410 : 200 })
+      })
+      yield* register(target.url)
+      const first = yield* emit("survey.published", "srv_main")
+      yield* eventually(target.received, (all) => all.length === 1)
+      yield* emit("survey.closed", "srv_main")
+      yield* eventually(
+        Effect.map(call("GET", "/api/v1/webhooks", { token: TOKENS.editor }), (res) => res.text),
+        (text) => text.includes(`"disabledReason":"gone"`)
+      )
+      yield* register(target.url)
+      // The first attempt is still in flight: nothing is added.
+      expect(bodyOf(Redelivery, yield* post(`/webhooks/events/${first.id}/redeliver`))).toEqual({
+        eventId: first.id,
+        queued: false
+      })
+      yield* Deferred.succeed(release, undefined)
+      yield* eventually(deliveries, (all) => all[0]?.leaseUntil === 0 && all[0].state === "delivered")
+      expect(yield* target.received).toHaveLength(2)
+      expect(bodyOf(Redelivery, yield* post(`/webhooks/events/${first.id}/redeliver`))).toEqual({
+        eventId: first.id,
+        queued: true
+      })
+      yield* eventually(target.received, (all) => all.length === 3)
+    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
+})
+
 describe("recover a window", () => {
   it.effect("queues the scope's events of the window that were not delivered, before the webhook and while disabled", () =>
     Effect.gen(function*() {

@@ -80,7 +80,7 @@ const EventId = HttpApiSchema.param(
 export const Redelivery = Schema.Struct({
   eventId: Schema.String,
   queued: Schema.Boolean.annotations({
-    description: "False when a delivery of this event to this webhook was already pending; nothing was added."
+    description: "False when a delivery of this event to this webhook was already pending or being attempted; nothing was added."
   })
 }).annotations({ identifier: "WebhookRedelivery" })
 

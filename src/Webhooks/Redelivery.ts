@@ -20,7 +20,8 @@ const maxSteps = 1_000_000
 /**
  * Queuing events again for one webhook (v1-extensions §X1.2, §X1.3). A delivery is one row per
  * event and webhook; queuing again restarts that row from its first attempt unless it is still
- * pending, in one conditional upsert, so two concurrent calls never queue an event twice.
+ * pending or an attempt of it is in flight (its webhook was switched off meanwhile), in one
+ * conditional upsert, so two concurrent calls never queue an event twice.
  * SQL failures are defects here.
  */
 export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redelivery", {
@@ -60,8 +61,8 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
         INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
         VALUES (${event.seq}, ${event.id}, ${webhookId}, 'pending', 0, ${now}, 0, ${now})
         ON CONFLICT (event_seq, webhook_id) DO UPDATE SET
-          state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0
-        WHERE deliveries.state <> 'pending'
+          state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0, lease_owner = NULL
+        WHERE deliveries.state <> 'pending' AND deliveries.lease_until <= ${now}
         RETURNING id`.pipe(Effect.orDie)
       return rows.length > 0
     })
@@ -106,8 +107,8 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
             )
           ORDER BY e.seq
           ON CONFLICT (event_seq, webhook_id) DO UPDATE SET
-            state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0
-          WHERE deliveries.state <> 'pending'
+            state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0, lease_owner = NULL
+          WHERE deliveries.state <> 'pending' AND deliveries.lease_until <= ${now}
           RETURNING id`.pipe(Effect.orDie)
         queued += rows.length
       }

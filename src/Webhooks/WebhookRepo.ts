@@ -173,7 +173,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         RETURNING disabled_reason`
       const reason = Option.fromNullable(rows[0]?.disabledReason).pipe(Option.flatMap(Schema.decodeUnknownOption(DisabledReason)))
       if (Option.isSome(reason)) {
-        yield* sql`UPDATE deliveries SET state = 'given_up', lease_until = 0
+        // Leases stay: an attempt in flight still settles its delivery, and nothing requeues it meanwhile.
+        yield* sql`UPDATE deliveries SET state = 'given_up'
                    WHERE webhook_id = ${input.webhookId} AND state = 'pending'`
         yield* Effect.logWarning("webhook disabled").pipe(
           Effect.annotateLogs({ webhookId: input.webhookId, reason: reason.value })
