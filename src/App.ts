@@ -20,7 +20,7 @@ import { idleTimeoutFor } from "./Http/IdleTimeout.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
-import { HealthLive, serveMiddleware } from "./Http/Server.js"
+import { HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
 import { UsageStoreLive } from "./Quota/UsageStore.js"
@@ -38,6 +38,7 @@ import { busyTimeoutMs, SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
 import { Reader } from "./Sql/Reader.js"
 import { SurveysLive } from "./Surveys/Http.js"
+import { TelemetryLive, tracingEnabled } from "./Telemetry/Telemetry.js"
 import { SurveyAccess } from "./Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
 import { SurveyRepo } from "./Surveys/SurveyRepo.js"
@@ -126,18 +127,25 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
  * The whole HTTP surface: `/api/v1`, the respondent pages and API, `/openapi.json`, `/docs`,
  * `/healthz`. Needs an `HttpServer`, the core services and the request quota.
  */
-export const HttpLive = Layer.unwrapEffect(
-  // Not `HttpApiBuilder.serve(middleware)`: the server applies that middleware outside its own
-  // error handling, where the documented bodies for unmatched routes could no longer be set.
-  Effect.gen(function*() {
-    const app = yield* HttpApiBuilder.httpApp
-    return HttpServer.serve(serveMiddleware(app, yield* Drain))
-  })
-).pipe(
-  // No span exporter is configured, so request, handler and SQL spans reach nobody; building them
-  // took about a fifth of a small read's CPU (docs/performance.md). Logs keep the request id.
-  HttpMiddleware.withTracerDisabledWhen(() => true),
-  Layer.locally(FiberRef.currentTracerEnabled, false),
+export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) => {
+  const served = Layer.unwrapEffect(
+    // Not `HttpApiBuilder.serve(middleware)`: the server applies that middleware outside its own
+    // error handling, where the documented bodies for unmatched routes could no longer be set.
+    Effect.gen(function*() {
+      const app = yield* HttpApiBuilder.httpApp
+      const drain = yield* Drain
+      return HttpServer.serve(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain))
+    })
+  )
+  // Without an exporter, request, handler and SQL spans would reach nobody; building them took
+  // about a fifth of a small read's CPU (docs/performance.md). Logs keep the request id.
+  return traced
+    ? served
+    : served.pipe(
+      HttpMiddleware.withTracerDisabledWhen(() => true),
+      Layer.locally(FiberRef.currentTracerEnabled, false)
+    )
+})).pipe(
   Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
   Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
@@ -169,14 +177,16 @@ export interface ServeParts {
 }
 
 /**
- * The HTTP surface, the request quota and the background work. Needs an `HttpServer` and the core.
- * When it stops, it first drains (src/Background/Drain.ts): the drain is built last, so it is
- * released first, while the server and the background work still run.
+ * The HTTP surface, the request quota and the background work, with OpenTelemetry export when
+ * configured. Needs an `HttpServer` and the core. When it stops, it first drains
+ * (src/Background/Drain.ts): the drain is built last, so it is released first, while the server
+ * and the background work still run.
  */
 export const makeServe = (parts: Partial<ServeParts> = {}) =>
   DrainOnShutdownLive.pipe(
     Layer.provideMerge(Layer.mergeAll(HttpLive, parts.background ?? BackgroundLive)),
-    Layer.provideMerge(parts.quota ?? RateLimiter.layer)
+    Layer.provideMerge(parts.quota ?? RateLimiter.layer),
+    Layer.provide(TelemetryLive)
   )
 
 /** The production server: the serve graph on a Bun server on the configured port. Needs the core. */

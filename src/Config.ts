@@ -1,4 +1,18 @@
-import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, Option } from "effect"
+import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
+
+/** OpenTelemetry export over OTLP/HTTP (v1-extensions §X4); absent when no endpoint is configured. */
+export interface TelemetrySettings {
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT`: the base URL; `/v1/traces` and `/v1/metrics` are appended. */
+  readonly endpoint: string
+  /** `OTEL_SERVICE_NAME` (default `survey-service`). */
+  readonly serviceName: string
+  /** `OTEL_EXPORTER_OTLP_HEADERS` (`name=value,...`, values URL-encoded): often a credential. */
+  readonly headers: Redacted.Redacted<Readonly<Record<string, string>>>
+  /** `OTEL_BSP_SCHEDULE_DELAY` in ms (default 5000): how long finished spans wait for export. */
+  readonly spanExportDelay: Duration.Duration
+  /** `OTEL_METRIC_EXPORT_INTERVAL` in ms (default 10000). */
+  readonly metricExportInterval: Duration.Duration
+}
 
 export interface AppSettings {
   readonly port: number
@@ -14,6 +28,8 @@ export interface AppSettings {
    * take it over (default 30 s; at most 60 s). A process renews its leases while it works.
    */
   readonly workerLeaseMillis?: number
+  /** Set when OpenTelemetry export is configured; without it nothing is traced or exported. */
+  readonly telemetry?: TelemetrySettings
 }
 
 /** The lease of deliveries and background jobs when none is configured. */
@@ -25,6 +41,59 @@ const workerLeaseConfig = Config.number("WORKER_LEASE_SECONDS").pipe(
   Config.map((seconds) => Math.round(seconds * 1000)),
   Config.withDefault(DEFAULT_LEASE_MILLIS)
 )
+
+/** `name=value,name2=value2` with URL-encoded values, as the OpenTelemetry specification writes them. */
+export const parseOtlpHeaders = (raw: string): Either.Either<Record<string, string>, string> => {
+  const headers: Record<string, string> = {}
+  for (const part of raw.split(",")) {
+    if (part.trim() === "") continue
+    const at = part.indexOf("=")
+    const name = at === -1 ? "" : part.slice(0, at).trim().toLowerCase()
+    if (!/^[a-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) return Either.left("expected name=value pairs separated by commas")
+    try {
+      headers[name] = decodeURIComponent(part.slice(at + 1).trim())
+    } catch {
+      return Either.left(`the value of ${name} is not URL-encoded`)
+    }
+  }
+  return Either.right(headers)
+}
+
+const millis = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "Expected a positive number of milliseconds", validation: (n) => n > 0 }),
+    Config.map(Duration.millis)
+  )
+
+/** The OTEL_* variables; none when `OTEL_EXPORTER_OTLP_ENDPOINT` is unset or empty. */
+const telemetryConfig = Effect.gen(function*() {
+  const endpoint = yield* Config.string("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((raw) => {
+      const url = raw.trim()
+      return url === "" || /^https?:\/\/\S+$/.test(url)
+        ? Either.right(url.replace(/\/+$/, ""))
+        : Either.left(ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], "Expected an http(s) URL"))
+    })
+  )
+  if (endpoint === "") return Option.none<TelemetrySettings>()
+  const rest = yield* Config.all({
+    serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("survey-service")),
+    headers: Config.redacted("OTEL_EXPORTER_OTLP_HEADERS").pipe(
+      Config.withDefault(Redacted.make("")),
+      Config.mapOrFail((value) =>
+        Either.mapBoth(parseOtlpHeaders(Redacted.value(value)), {
+          onLeft: (message) => ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_HEADERS"], message),
+          onRight: (headers): Redacted.Redacted<Readonly<Record<string, string>>> => Redacted.make(headers)
+        })
+      )
+    ),
+    spanExportDelay: millis("OTEL_BSP_SCHEDULE_DELAY", 5000),
+    metricExportInterval: millis("OTEL_METRIC_EXPORT_INTERVAL", 10_000)
+  })
+  return Option.some<TelemetrySettings>({ endpoint, ...rest })
+})
 
 const levels: Record<string, LogLevel.LogLevel> = {
   all: LogLevel.All,
@@ -72,6 +141,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
       const logFormat = yield* Config.literal("pretty", "json")("LOG_FORMAT").pipe(
         Config.withDefault(process.stdout.isTTY ? "pretty" as const : "json" as const)
       )
+      const telemetry = yield* telemetryConfig
       return {
         port,
         databasePath,
@@ -79,7 +149,8 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         webhookAllowPrivateTargets,
         logLevel,
         logFormat,
-        workerLeaseMillis
+        workerLeaseMillis,
+        ...(Option.isSome(telemetry) ? { telemetry: telemetry.value } : {})
       } satisfies AppSettings
     })
 

@@ -5,7 +5,8 @@
  * Flags: --large (500 × 2,000 responses instead of 50 × 2,000), --fresh (rebuild the cached
  * dataset), --seconds N (5), --rounds N (3), --connections N (32), --no-write (leave
  * docs/performance.md alone), --only TEXT (load only the endpoints whose name contains TEXT; implies
- * --no-write).
+ * --no-write), --otel (the service exports spans and metrics to a local OTLP sink on 127.0.0.1, as
+ * with OTEL_EXPORTER_OTLP_ENDPOINT set; implies --no-write).
  *
  * It prints figures and never fails on timing: the machines are shared and noisy.
  */
@@ -24,6 +25,7 @@ const { values: flags } = parseArgs({
     rounds: { type: "string", default: "3" },
     connections: { type: "string", default: "32" },
     "no-write": { type: "boolean", default: false },
+    otel: { type: "boolean", default: false },
     only: { type: "string" }
   },
   strict: true
@@ -119,13 +121,34 @@ interface Server {
   readonly startMs: number
 }
 
-const start = async (name: string, cmd: Array<string>, port: number): Promise<Server> => {
+/** With --otel: a local OTLP/HTTP sink that reads and counts what the service exports. */
+const otlpSink = (() => {
+  if (!flags.otel) return undefined
+  const counts = { exports: 0, bytes: 0 }
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      counts.exports++
+      counts.bytes += (await request.arrayBuffer()).byteLength
+      return Response.json({})
+    }
+  })
+  return { url: `http://127.0.0.1:${server.port}`, counts, stop: () => server.stop(true) }
+})()
+
+const start = async (
+  name: string,
+  cmd: Array<string>,
+  port: number,
+  env: Record<string, string> = {}
+): Promise<Server> => {
   const t0 = performance.now()
   const child = Bun.spawn(cmd, {
     cwd: root,
     stdout: "ignore",
     stderr: "inherit",
-    env: { ...process.env, LOG_FORMAT: "json" }
+    env: { ...process.env, LOG_FORMAT: "json", ...env }
   })
   children.add(child)
   const startMs = await waitFor(port, endpoints[0]!.path, BENCH_TOKEN, t0, () => child.exitCode === null)
@@ -373,7 +396,8 @@ const startServers = async (db: string, work: string) => {
   const project = await start(
     "project",
     [binary, "serve", "--port", String(projectPort), "--db", files.project],
-    projectPort
+    projectPort,
+    otlpSink === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.url, OTEL_SERVICE_NAME: "survey-service-bench" }
   )
   const baselinePort = freePort()
   const baseline = await start(
@@ -455,8 +479,15 @@ const main = async () => {
     `(${startMs.baseline.map((n) => fmt(n)).join(", ")}).`
   ]
   console.log(`\n${lines.join("\n")}`)
+  if (otlpSink !== undefined) {
+    console.log(
+      `\nThe service exported to the local OTLP sink: ${fmt(otlpSink.counts.exports)} requests, ` +
+        `${fmt(otlpSink.counts.bytes / 1e6, 1)} MB.`
+    )
+    otlpSink.stop()
+  }
 
-  if (!flags["no-write"] && flags.only === undefined) {
+  if (!flags["no-write"] && !flags.otel && flags.only === undefined) {
     const doc = join(root, "docs", "performance.md")
     const begin = "<!-- bench:read:begin -->"
     const end = "<!-- bench:read:end -->"

@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
-import { Array as Arr, Data, Effect, Layer, Schedule } from "effect"
+import { Array as Arr, Data, Effect, Layer, Metric, Schedule } from "effect"
 import { JobLeases } from "../Background/JobLeases.js"
-import { periodically } from "../Background/Supervise.js"
+import { periodically, traced } from "../Background/Supervise.js"
+import { aggregatorLag } from "../Telemetry/Metrics.js"
 import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
 
@@ -172,9 +173,16 @@ const sweepEvery = Schedule.spaced(sweepPeriodMillis)
  */
 export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
   const aggregator = yield* Aggregator
+  const repo = yield* AggregateRepo
   const jobs = yield* JobLeases
-  const aggregate = yield* jobs.whileHeld("analytics-aggregation", aggregator.catchUp())
-  yield* periodically("analytics aggregation", aggregate, pollEvery)
+  // Polled every 100 ms: traced only when there is something to apply.
+  const tick = Effect.gen(function*() {
+    const lag = Math.max(0, (yield* repo.latestChange) - (yield* repo.position))
+    yield* Metric.set(aggregatorLag, lag)
+    if (lag > 0) yield* traced("job analytics aggregation")(aggregator.catchUp())
+  })
+  const aggregate = yield* jobs.whileHeld("analytics-aggregation", tick)
+  yield* periodically("analytics aggregation", aggregate, pollEvery, { untraced: true })
   yield* periodically(
     "analytics layout sweep",
     jobs.oncePerPeriod("analytics-layout-sweep", sweepPeriodMillis, aggregator.sweepLayouts()),

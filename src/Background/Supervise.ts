@@ -10,6 +10,9 @@ const logFailure = (name: string) => (cause: Cause.Cause<unknown>) =>
  * Runs `loop` in the background of the current scope for as long as the scope lives: a failure
  * or defect is logged with its cause and the loop starts again after `restart`; closing the
  * scope interrupts it. Every background loop of the service goes through here.
+ *
+ * The loop itself is not traced (a span per poll would bury the work in noise); the work it
+ * does is, where it says so with `traced`.
  */
 export const supervise = <E, R>(
   name: string,
@@ -20,22 +23,29 @@ export const supervise = <E, R>(
     Effect.catchAllCause(logFailure(name)),
     Effect.repeat(restart),
     Effect.forever,
+    Effect.withTracerEnabled(false),
     Effect.forkScoped,
     Effect.asVoid
   )
 
+/** Work inside a background loop that is traced: a root span of its own, whatever the loop's setting. */
+export const traced = (name: string) => <A, E, R>(work: Effect.Effect<A, E, R>) =>
+  work.pipe(Effect.withSpan(name, { root: true }), Effect.withTracerEnabled(true))
+
 /**
  * Runs `job` now and then on `schedule`, in the background of the current scope: a failed run
- * is logged with its cause and the next one comes on time.
+ * is logged with its cause and the next one comes on time. Each run is a span named `job <name>`
+ * unless `untraced` (a job that runs every few milliseconds and traces its real work itself).
  */
 export const periodically = <A, E, R>(
   name: string,
   job: Effect.Effect<A, E, R>,
-  schedule: Schedule.Schedule<unknown, unknown>
+  schedule: Schedule.Schedule<unknown, unknown>,
+  options: { readonly untraced?: boolean } = {}
 ) =>
   supervise(
     name,
-    job.pipe(
+    (options.untraced === true ? job : traced(`job ${name}`)(job)).pipe(
       Effect.catchAllCause(logFailure(name)),
       Effect.repeat(schedule)
     )

@@ -5,8 +5,9 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Metric, MetricLabel, Option } from "effect"
 import type { Drain } from "../Background/Drain.js"
+import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { isSqliteBusy } from "../Sql/Busy.js"
 import { requestIdOf } from "./RequestId.js"
 
@@ -58,6 +59,32 @@ export const serveMiddleware = <E, R>(
       : drain.track(Effect.catchAllCause(app, unhandled(request)))
     return Effect.map(answer, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
   })
+
+/**
+ * `serveMiddleware` when telemetry is exported: the request's span (made by the server) also
+ * carries the request id, and every answer counts in `http.server.requests` and
+ * `http.server.request.duration` by route and status.
+ */
+export const serveMiddlewareMeasured = <E, R>(
+  app: HttpApp.Default<E, R>,
+  drain: Drain
+): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> => {
+  const served = serveMiddleware(app, drain)
+  return Effect.gen(function*() {
+    const started = performance.now()
+    const span = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
+    const response = yield* served
+    const requestId = response.headers["x-request-id"]
+    if (span !== undefined && requestId !== undefined) span.attribute("http.request.id", requestId)
+    const route = span?.attributes.get("http.route")
+    const tags = { route: typeof route === "string" ? route : "unmatched", status: String(response.status) }
+    yield* Metric.increment(Metric.taggedWithLabels(httpRequests, labels(tags)))
+    yield* Metric.update(Metric.taggedWithLabels(httpRequestDuration, labels(tags)), performance.now() - started)
+    return response
+  })
+}
+
+const labels = (tags: Record<string, string>) => Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value))
 
 /** `GET /healthz`: 200 once the service is up (the database is migrated before it serves). */
 export const HealthLive = HttpApiBuilder.Router.use((router) =>

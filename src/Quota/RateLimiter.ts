@@ -1,6 +1,7 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Chunk, Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Queue } from "effect"
+import { Chunk, Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Metric, Queue } from "effect"
 import { supervise } from "../Background/Supervise.js"
+import { quotaRefusals } from "../Telemetry/Metrics.js"
 import { KeyAdmission } from "../Auth/Authorization.js"
 import type { ApiKeyContext } from "../Auth/CurrentKey.js"
 import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
@@ -46,6 +47,9 @@ const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
         : HttpServerResponse.setHeader(limited, "retry-after", String(retryAfterSeconds))
     )
   })
+
+const refusedLimited = Metric.tagged(quotaRefusals, "reason", "rate_limited")
+const refusedBusy = Metric.tagged(quotaRefusals, "reason", "service_unavailable")
 
 /** A request waiting for its decision. */
 interface Waiting {
@@ -162,10 +166,11 @@ export const makeRateLimiter = Effect.gen(function*() {
       const decided = Deferred.unsafeMake<Decision, ServiceUnavailable>(FiberId.none)
       return Effect.zipRight(Queue.offer(queue, { key, decided }), Deferred.await(decided))
     }).pipe(
+      Effect.tapError(() => Metric.increment(refusedBusy)),
       Effect.flatMap((decision): Effect.Effect<void, RateLimited> =>
         decision._tag === "Limited"
           ? Effect.zipRight(
-            withHeaders(decision.headers, decision.retryAfterSeconds),
+            Effect.zipRight(Metric.increment(refusedLimited), withHeaders(decision.headers, decision.retryAfterSeconds)),
             new RateLimited({
               message: `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
               retryAfterSeconds: decision.retryAfterSeconds

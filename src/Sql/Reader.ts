@@ -45,11 +45,22 @@ export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
       Effect.scoped(Effect.flatMap(shared.reserve, (connection) => connection.executeValues(text, params)))
 
     /** The rows of one statement as arrays of column values, in the statement's column order. */
-    const values = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
+    const run = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
       Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
         if (Option.isSome(transaction)) return transaction.value[0].executeValues(text, params)
         return Option.isSome(own) ? own.value.executeValues(text, params) : onShared(text, params)
       })
+
+    // With telemetry exported, each statement is a span as the client's own statements are; without,
+    // the request path does not even build one.
+    const values = config.telemetry === undefined ? run : (text: string, params: ReadonlyArray<unknown>) =>
+      run(text, params).pipe(
+        Effect.withSpan("sql.execute", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: { "db.system.name": "sqlite", "db.query.text": text }
+        })
+      )
 
     return { values } as const
   })

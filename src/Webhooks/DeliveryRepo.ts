@@ -192,6 +192,14 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         Effect.orDie
       )
 
-    return { fanOut, claim, settle, drop, release, renew, nextWake } as const
+    /** Events not yet fanned out plus deliveries still pending: the work the worker has before it. */
+    const depth = sql<{ readonly depth: number }>`
+      SELECT (SELECT count(*) FROM events WHERE seq > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'))
+           + (SELECT count(*) FROM deliveries WHERE state = 'pending') AS depth`.pipe(
+        Effect.map((rows) => rows[0]?.depth ?? 0),
+        Effect.orDie
+      )
+
+    return { fanOut, claim, settle, drop, release, renew, nextWake, depth } as const
   })
 }) {}

@@ -1,8 +1,9 @@
-import { Chunk, Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue } from "effect"
+import { Chunk, Clock, Deferred, Duration, Effect, FiberSet, Layer, Metric, Option, Queue, Schedule } from "effect"
 import { Drain } from "../Background/Drain.js"
 import { leaseMillisOf } from "../Background/JobLeases.js"
-import { supervise } from "../Background/Supervise.js"
+import { periodically, supervise } from "../Background/Supervise.js"
 import { AppConfig } from "../Config.js"
+import { outboxDepth, webhookDeliveries } from "../Telemetry/Metrics.js"
 import { attemptOnce } from "./Attempt.js"
 import { type ClaimedRow, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { DeliveryRounds, DeliverySettings } from "./DeliverySettings.js"
@@ -10,6 +11,12 @@ import { nextAttemptAt } from "./RetrySchedule.js"
 import type { AttemptOutcome } from "./Sender.js"
 import type { Signer } from "./Signer.js"
 import { Slots } from "./Slots.js"
+
+const byOutcome = {
+  delivered: Metric.tagged(webhookDeliveries, "outcome", "delivered"),
+  pending: Metric.tagged(webhookDeliveries, "outcome", "retrying"),
+  given_up: Metric.tagged(webhookDeliveries, "outcome", "given_up")
+}
 
 /** One attempt of a claimed delivery and where the retry schedule moves it; none once its webhook is gone. */
 const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedRow) {
@@ -26,7 +33,7 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
     body: row.payload
   })
   const finishedAt = yield* Clock.currentTimeMillis
-  const next = outcome.ok
+  const next: Settled["next"] = outcome.ok
     ? { state: "delivered" as const, nextAttemptAt: finishedAt }
     : Option.match(
       yield* nextAttemptAt({ attemptsMade: row.attempts + 1, finishedAt, retryAfter: outcome.retryAfter }),
@@ -35,6 +42,7 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
         onSome: (at) => ({ state: "pending" as const, nextAttemptAt: at })
       }
     )
+  yield* Metric.increment(byOutcome[next.state])
   return Option.some<Settled>({
     deliveryId: row.id,
     webhookId: row.webhookId,
@@ -108,7 +116,9 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         slots.release(row.webhookId)
         return Queue.offer(wake, undefined)
       })),
-      Effect.provide(context)
+      Effect.provide(context),
+      // The loop is not traced; each attempt is a span of its own.
+      Effect.withTracerEnabled(true)
     )
 
   // The outbox is read at most this often; finishing attempts wake the worker far more often.
@@ -184,4 +194,10 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     }).pipe(Effect.forever)
   )
   yield* supervise("webhook delivery worker", loop)
+  yield* periodically(
+    "webhook outbox depth",
+    Effect.flatMap(repo.depth, (depth) => Metric.set(outboxDepth, depth)),
+    Schedule.spaced("5 seconds"),
+    { untraced: true }
+  )
 }))

@@ -1,0 +1,39 @@
+import { Metric, MetricBoundaries } from "effect"
+
+// The service's metrics (v1-extensions §X4). They live in the process's metric registry, which
+// costs an increment each; only an OTLP exporter (src/Telemetry/Telemetry.ts) ever reads them.
+
+/** Answered requests, tagged `route` (the matched route, or `unmatched`) and `status`. */
+export const httpRequests = Metric.counter("http.server.requests", {
+  description: "HTTP requests answered, by route and status",
+  incremental: true
+})
+
+/** Time to answer a request in milliseconds, tagged like `httpRequests`. */
+export const httpRequestDuration = Metric.histogram(
+  "http.server.request.duration",
+  MetricBoundaries.exponential({ start: 0.25, factor: 2, count: 16 }),
+  "Time to answer a request, in milliseconds, by route and status"
+)
+
+/** Finished webhook delivery attempts, tagged `outcome`: `delivered`, `retrying` or `given_up`. */
+export const webhookDeliveries = Metric.counter("webhook.deliveries", {
+  description: "Webhook delivery attempts by outcome",
+  incremental: true
+})
+
+/** Events not yet fanned out to webhooks plus deliveries waiting for an attempt. */
+export const outboxDepth = Metric.gauge("webhook.outbox.depth", {
+  description: "Events not yet fanned out plus deliveries still pending"
+})
+
+/** Response changes the stored analytics do not include yet. */
+export const aggregatorLag = Metric.gauge("analytics.aggregator.lag", {
+  description: "Response changes not yet applied to the stored analytics"
+})
+
+/** Requests the quota refused, tagged `reason`: `rate_limited` or `service_unavailable`. */
+export const quotaRefusals = Metric.counter("quota.refusals", {
+  description: "Requests refused by the request quota, by reason",
+  incremental: true
+})

@@ -1,0 +1,199 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Duration, Effect, Either, Option, Redacted, Schema, Stream, SubscriptionRef } from "effect"
+import { AppConfig, parseOtlpHeaders } from "../src/Config.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { get, TestServer } from "./support/TestServer.js"
+
+interface Export {
+  readonly path: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly text: string
+  readonly body: unknown
+}
+
+/** A local OTLP/HTTP (JSON) collector on 127.0.0.1 that keeps every export it receives. */
+const collector = Effect.gen(function*() {
+  const exports = yield* SubscriptionRef.make<ReadonlyArray<Export>>([])
+  const server = yield* Effect.acquireRelease(
+    Effect.sync(() =>
+      Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(request) {
+          const text = await request.text()
+          const item: Export = {
+            path: new URL(request.url).pathname,
+            headers: Object.fromEntries(request.headers.entries()),
+            text,
+            body: JSON.parse(text)
+          }
+          Effect.runSync(SubscriptionRef.update(exports, (all) => [...all, item]))
+          return Response.json({})
+        }
+      })
+    ),
+    (server) => Effect.promise(() => server.stop(true))
+  )
+  /** Waits (on each arrival, not on a timer) for the first export that `find` picks something from. */
+  const awaitExport = <A>(find: (item: Export) => A | undefined) =>
+    exports.changes.pipe(
+      Stream.filterMap((all) => {
+        for (const item of all) {
+          const found = find(item)
+          if (found !== undefined) return Option.some(found)
+        }
+        return Option.none()
+      }),
+      Stream.runHead,
+      Effect.map(Option.getOrThrow)
+    )
+  return { url: `http://127.0.0.1:${server.port}`, awaitExport }
+})
+
+const Value = Schema.Struct({
+  stringValue: Schema.optional(Schema.String),
+  intValue: Schema.optional(Schema.Union(Schema.String, Schema.Number))
+})
+const Attributes = Schema.Array(Schema.Struct({ key: Schema.String, value: Value }))
+const Traces = Schema.Struct({
+  resourceSpans: Schema.Array(Schema.Struct({
+    resource: Schema.Struct({ attributes: Attributes }),
+    scopeSpans: Schema.Array(Schema.Struct({
+      spans: Schema.Array(Schema.Struct({ name: Schema.String, attributes: Attributes }))
+    }))
+  }))
+})
+const Metrics = Schema.Struct({
+  resourceMetrics: Schema.Array(Schema.Struct({
+    scopeMetrics: Schema.Array(Schema.Struct({
+      metrics: Schema.Array(Schema.Struct({
+        name: Schema.String,
+        sum: Schema.optional(Schema.Struct({
+          dataPoints: Schema.Array(Schema.Struct({
+            attributes: Attributes,
+            asInt: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
+            asDouble: Schema.optional(Schema.Number)
+          }))
+        }))
+      }))
+    }))
+  }))
+})
+
+const attribute = (attributes: typeof Attributes.Type, key: string) => {
+  const value = attributes.find((a) => a.key === key)?.value
+  return value?.stringValue ?? (value?.intValue === undefined ? undefined : String(value.intValue))
+}
+
+const decode = <A, I>(schema: Schema.Schema<A, I>, body: unknown) =>
+  Either.getOrUndefined(Schema.decodeUnknownEither(schema)(body))
+
+describe("OpenTelemetry export over OTLP/HTTP", () => {
+  it.live("a request's span (route, status, request id) and its request metric reach a local collector", () =>
+    Effect.gen(function*() {
+      const otlp = yield* collector
+      const settings = {
+        telemetry: {
+          endpoint: otlp.url,
+          serviceName: "survey-service-test",
+          headers: Redacted.make({ "x-collector-key": "collector-secret" }),
+          spanExportDelay: Duration.millis(50),
+          metricExportInterval: Duration.millis(50)
+        }
+      }
+      yield* Effect.gen(function*() {
+        const res = yield* get("/api/v1/surveys/srv_main", TOKENS.editor)
+        expect(res.status).toBe(200)
+        const requestId = res.headers["x-request-id"]
+
+        const traced = yield* otlp.awaitExport((item) => {
+          if (item.path !== "/v1/traces") return undefined
+          const traces = decode(Traces, item.body)
+          for (const resource of traces?.resourceSpans ?? []) {
+            for (const scope of resource.scopeSpans) {
+              const span = scope.spans.find((s) => attribute(s.attributes, "http.route") === "/api/v1/surveys/:id")
+              if (span !== undefined) return { item, resource, span }
+            }
+          }
+          return undefined
+        })
+        expect(attribute(traced.span.attributes, "http.response.status_code")).toBe("200")
+        expect(attribute(traced.span.attributes, "http.request.id")).toBe(requestId)
+        expect(attribute(traced.resource.resource.attributes, "service.name")).toBe("survey-service-test")
+        expect(traced.item.headers["x-collector-key"]).toBe("collector-secret")
+        // The API key never leaves in telemetry (the authorization header is redacted).
+        expect(traced.item.text).not.toContain(TOKENS.editor)
+
+        // The statements behind it are spans too.
+        const statement = yield* otlp.awaitExport((item) =>
+          item.path !== "/v1/traces" ? undefined : decode(Traces, item.body)?.resourceSpans
+            .flatMap((r) => r.scopeSpans.flatMap((scope) => scope.spans))
+            .find((s) => s.name === "sql.execute" && (attribute(s.attributes, "db.query.text") ?? "").includes("surveys"))
+        )
+        expect(attribute(statement.attributes, "db.system.name")).toBe("sqlite")
+
+        const counted = yield* otlp.awaitExport((item) => {
+          if (item.path !== "/v1/metrics") return undefined
+          const metrics = decode(Metrics, item.body)
+          for (const resource of metrics?.resourceMetrics ?? []) {
+            for (const scope of resource.scopeMetrics) {
+              for (const metric of scope.metrics) {
+                if (metric.name !== "http.server.requests") continue
+                const point = metric.sum?.dataPoints.find((p) =>
+                  attribute(p.attributes, "route") === "/api/v1/surveys/:id" && attribute(p.attributes, "status") === "200"
+                )
+                if (point !== undefined) return point
+              }
+            }
+          }
+          return undefined
+        })
+        expect(Number(counted.asInt ?? counted.asDouble)).toBeGreaterThanOrEqual(1)
+      }).pipe(Effect.provide(TestServer(baseFixture, settings)))
+    }).pipe(Effect.scoped))
+})
+
+describe("OTEL_* settings", () => {
+  const read = (env: Record<string, string>) =>
+    AppConfig.fromEnv().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
+
+  it.effect("no endpoint, no telemetry", () =>
+    Effect.gen(function*() {
+      expect((yield* read({})).telemetry).toBeUndefined()
+      expect((yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: " " })).telemetry).toBeUndefined()
+    }))
+
+  it.effect("the endpoint with the standard variables and their defaults", () =>
+    Effect.gen(function*() {
+      const defaults = (yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" })).telemetry
+      expect(defaults?.endpoint).toBe("http://collector:4318")
+      expect(defaults?.serviceName).toBe("survey-service")
+      expect(Duration.toMillis(defaults?.spanExportDelay ?? Duration.zero)).toBe(5000)
+      expect(Duration.toMillis(defaults?.metricExportInterval ?? Duration.zero)).toBe(10_000)
+      const set = (yield* read({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "https://otlp.example.com",
+        OTEL_SERVICE_NAME: "surveys-eu",
+        OTEL_EXPORTER_OTLP_HEADERS: "api-key=abc%3D%3D,X-Tenant=eu",
+        OTEL_BSP_SCHEDULE_DELAY: "1000",
+        OTEL_METRIC_EXPORT_INTERVAL: "60000"
+      })).telemetry
+      expect(set?.serviceName).toBe("surveys-eu")
+      expect(set === undefined ? undefined : Redacted.value(set.headers)).toEqual({ "api-key": "abc==", "x-tenant": "eu" })
+      expect(String(set?.headers)).not.toContain("abc")
+      expect(Duration.toMillis(set?.spanExportDelay ?? Duration.zero)).toBe(1000)
+      expect(Duration.toMillis(set?.metricExportInterval ?? Duration.zero)).toBe(60_000)
+    }))
+
+  it.effect("malformed values are refused rather than ignored", () =>
+    Effect.gen(function*() {
+      for (const env of [
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" },
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_BSP_SCHEDULE_DELAY: "0" },
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_METRIC_EXPORT_INTERVAL: "soon" },
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "no-equals-sign" }
+      ]) {
+        expect(Either.isLeft(yield* Effect.either(read(env))), JSON.stringify(env)).toBe(true)
+      }
+      expect(parseOtlpHeaders("a=%ZZ")._tag).toBe("Left")
+    }))
+})
