@@ -4,6 +4,7 @@ import { EmbedSessionsApi } from "./Embeds/Api.js"
 import { ErasuresApi } from "./Erasures/Api.js"
 import { describeWireErrors } from "./Http/OpenApiWire.js"
 import { UsageApi } from "./Quota/Api.js"
+import { RespondentApi } from "./Respondents/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
 import { ResponsesApi } from "./Responses/Api.js"
 import { SurveysApi } from "./Surveys/Api.js"
@@ -21,6 +22,8 @@ export class Api extends HttpApi.make("survey-service")
   .add(WorkspaceWebhooksApi)
   .add(ErasuresApi)
   .prefix("/api/v1")
+  // Outside /api/v1 (added after the prefix): the respondent API of the survey pages.
+  .add(RespondentApi)
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",
     version: "1.0.0",

@@ -26,6 +26,7 @@ import { RateLimiter } from "./Quota/RateLimiter.js"
 import { UsageStoreLive } from "./Quota/UsageStore.js"
 import { QuestionsLive } from "./Questions/Http.js"
 import { QuestionRepo } from "./Questions/QuestionRepo.js"
+import { RespondentAuthLive, RespondentHttpLive } from "./Respondents/Http.js"
 import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
 import { ResponseWriter } from "./Respondents/ResponseWriter.js"
@@ -118,9 +119,10 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     AnalyticsLive,
     UsageLive,
     WebhooksHttpLive,
-    ErasuresLive
+    ErasuresLive,
+    RespondentHttpLive
   ]),
-  Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive])
+  Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive, RespondentAuthLive])
 )
 
 /**

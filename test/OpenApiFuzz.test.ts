@@ -69,8 +69,10 @@ const queryValue = (schema: unknown) => {
   return fc.oneof({ arbitrary: valid, weight: 2 }, { arbitrary: anyQueryValue, weight: 3 })
 }
 
-const authorization = fc.oneof(
+/** Mostly a working key, or a respondent token of a survey page for the respondent API. */
+const authorization = (respondentToken: string) => fc.oneof(
   { arbitrary: fc.constant(`Bearer ${TOKENS.editor}`), weight: 6 },
+  { arbitrary: fc.constant(`Bearer ${respondentToken}`), weight: 6 },
   fc.constantFrom(
     `Bearer ${TOKENS.viewer}`,
     `Bearer ${TOKENS.limited}`,
@@ -140,7 +142,7 @@ const contentType = fc.oneof(
   )
 )
 
-const request = (path: string, method: string, operation: Operation) => {
+const request = (path: string, method: string, operation: Operation, respondentToken: string) => {
   const params = operation.parameters
   return fc.record({
     path: fc.record(Object.fromEntries(params.filter((p) => p.in === "path").map((p) => [p.name, pathValue]))),
@@ -151,7 +153,7 @@ const request = (path: string, method: string, operation: Operation) => {
       ),
       { maxLength: 5 }
     ),
-    authorization: fc.option(authorization, { nil: undefined, freq: 8 }),
+    authorization: fc.option(authorization(respondentToken), { nil: undefined, freq: 8 }),
     headers: oddHeaders,
     // Declared headers (Idempotency-Key) from a small pool, so that keys are reused with other bodies.
     declared: fc.record(
@@ -214,6 +216,8 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
       const validatorOf = (schema: unknown) =>
         ajv.compile({ ...Schema.decodeUnknownSync(Schema.Object)(schema), components: document.components })
 
+      const page = yield* call("GET", "/s/srv_all", { headers: { accept: "application/json" } })
+      const respondentToken = bodyOf(Schema.Struct({ respondentToken: Schema.String }), page).respondentToken
       const operations = Object.entries(document.paths).flatMap(([path, item]) =>
         Object.entries(item).map(([method, operation]) => ({ path, method, operation }))
       )
@@ -221,7 +225,7 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
       const seen = new Map<string, Set<number>>()
       let sent = 0
       for (const [index, { method, operation, path }] of operations.entries()) {
-        const samples = fc.sample(request(path, method, operation), { numRuns: 36, seed: 20261123 + index })
+        const samples = fc.sample(request(path, method, operation, respondentToken), { numRuns: 36, seed: 20261123 + index })
         for (const sample of samples) {
           const res = yield* call(asMethod(sample.method), sample.url, {
             headers: sample.headers,

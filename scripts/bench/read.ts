@@ -121,20 +121,30 @@ interface Server {
   readonly startMs: number
 }
 
-/** With --otel: a local OTLP/HTTP sink that reads and counts what the service exports. */
+/** With --otel: a local OTLP/HTTP sink (scripts/bench/otlp-sink.ts) that reads and counts what the service exports. */
 const otlpSink = (() => {
   if (!flags.otel) return undefined
-  const counts = { exports: 0, bytes: 0 }
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      counts.exports++
-      counts.bytes += (await request.arrayBuffer()).byteLength
-      return Response.json({})
-    }
+  const port = freePort()
+  const report = join(tmpdir(), `bench-otlp-${process.pid}.json`)
+  const child = Bun.spawn(["bun", join(import.meta.dir, "otlp-sink.ts"), String(port), report], {
+    cwd: root,
+    stdout: "ignore",
+    stderr: "inherit"
   })
-  return { url: `http://127.0.0.1:${server.port}`, counts, stop: () => server.stop(true) }
+  children.add(child)
+  return {
+    url: `http://127.0.0.1:${port}`,
+    /** Stops the sink and answers what it received. */
+    stop: async () => {
+      child.kill("SIGTERM")
+      await child.exited
+      const counts: unknown = JSON.parse(readFileSync(report, "utf8"))
+      rmSync(report, { force: true })
+      return typeof counts === "object" && counts !== null && "exports" in counts && "bytes" in counts
+        ? { exports: Number(counts.exports), bytes: Number(counts.bytes) }
+        : { exports: 0, bytes: 0 }
+    }
+  }
 })()
 
 const start = async (
@@ -480,11 +490,10 @@ const main = async () => {
   ]
   console.log(`\n${lines.join("\n")}`)
   if (otlpSink !== undefined) {
+    const counts = await otlpSink.stop()
     console.log(
-      `\nThe service exported to the local OTLP sink: ${fmt(otlpSink.counts.exports)} requests, ` +
-        `${fmt(otlpSink.counts.bytes / 1e6, 1)} MB.`
+      `\nThe service exported to the local OTLP sink: ${fmt(counts.exports)} requests, ${fmt(counts.bytes / 1e6, 1)} MB.`
     )
-    otlpSink.stop()
   }
 
   if (!flags["no-write"] && !flags.otel && flags.only === undefined) {

@@ -16,6 +16,13 @@ export const MAX_JSON_DEPTH = 64
  */
 export const MAX_API_BODY_BYTES = 64 * 1024
 
+/** Largest respondent API body (`/respond/v1`): a long survey's answers, free text included. */
+export const MAX_RESPONDENT_BODY_BYTES = 256 * 1024
+
+/** The one body-size policy: 256 KiB on the respondent API, 64 KiB on `/api/v1`. */
+export const bodyLimitOf = (url: string): number =>
+  url.startsWith("/respond/v1/") ? MAX_RESPONDENT_BODY_BYTES : MAX_API_BODY_BYTES
+
 /** Whether a JSON text nests arrays and objects deeper than `max`, in one pass without recursion. */
 export const exceedsJsonDepth = (text: string, max: number = MAX_JSON_DEPTH): boolean => {
   let depth = 0
@@ -55,10 +62,10 @@ export const tooDeep = () =>
     issues: [{ path: "", message: `at most ${MAX_JSON_DEPTH} levels of nesting` }]
   })
 
-export const tooLarge = () =>
+export const tooLarge = (limit: number) =>
   new InvalidRequest({
-    message: `The request body exceeds ${MAX_API_BODY_BYTES} bytes.`,
-    issues: [{ path: "", message: `at most ${MAX_API_BODY_BYTES} bytes` }]
+    message: `The request body exceeds ${limit} bytes.`,
+    issues: [{ path: "", message: `at most ${limit} bytes` }]
   })
 
 const readsBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
@@ -66,7 +73,7 @@ const readsBody = (method: string) => method !== "GET" && method !== "HEAD" && m
 /**
  * The body rules of the write endpoints, applied after authorization and before the body is
  * parsed: a Content-Type other than `application/json` is refused, and so is a body larger than
- * `MAX_API_BODY_BYTES` or JSON nested deeper than `MAX_JSON_DEPTH`. Other bodies (form fields,
+ * `bodyLimitOf` its path or JSON nested deeper than `MAX_JSON_DEPTH`. Other bodies (form fields,
  * multipart) would otherwise be read as if they were JSON, or fail inside the HTTP layer.
  */
 export class JsonBody extends HttpApiMiddleware.Tag<JsonBody>()("Http/JsonBody", {
@@ -82,11 +89,12 @@ export const JsonBodyLive = Layer.succeed(
     if (!isJsonContentType(contentType)) return yield* notJsonContentType(contentType ?? "")
     const declared = request.headers["content-length"]
     if (declared === undefined && request.headers["transfer-encoding"] === undefined) return
-    if (Number(declared) > MAX_API_BODY_BYTES) return yield* tooLarge()
+    const limit = bodyLimitOf(request.url)
+    if (Number(declared) > limit) return yield* tooLarge(limit)
     // The text is kept by the request, so the parse that follows reads it from memory. A body
     // that cannot be read is answered by that parse.
     const text = yield* Effect.orElseSucceed(request.text, () => "")
-    if (Buffer.byteLength(text) > MAX_API_BODY_BYTES) return yield* tooLarge()
+    if (Buffer.byteLength(text) > limit) return yield* tooLarge(limit)
     if (exceedsJsonDepth(text)) return yield* tooDeep()
   })
 )

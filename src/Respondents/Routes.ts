@@ -1,86 +1,16 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
+import { Effect, Either, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
-import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
-import { InvalidRequest, InvalidRequestWire, type Issue, type NotFound } from "../Domain/Errors.js"
-import { exceedsJsonDepth, isJsonContentType, notJsonContentType, tooDeep } from "../Http/JsonBody.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
 import { assets } from "./Assets.js"
-import { MAX_TEXT_LENGTH } from "./AnswerValidation.js"
 import { isOpaqueToken, RespondentTokens } from "./RespondentTokens.js"
-import { type Submission, ResponseWriter } from "./ResponseWriter.js"
 import { pageHeaders, renderMessagePage, renderSurveyPage, toPageQuestion } from "./SurveyPage.js"
-
-/** Largest accepted respondent API body. */
-export const MAX_BODY_BYTES = 256 * 1024
-
-const SubmissionBody = Schema.Struct({
-  answers: Schema.optionalWith(
-    Schema.Array(Schema.Struct({
-      questionId: Schema.String.pipe(Schema.maxLength(200)),
-      values: Schema.Array(Schema.String.pipe(Schema.maxLength(MAX_TEXT_LENGTH))).pipe(Schema.maxItems(200))
-    })).pipe(Schema.maxItems(500)),
-    { default: () => [] }
-  ),
-  finished: Schema.optionalWith(Schema.Boolean, { default: () => false })
-})
-const decodeSubmission = Schema.decodeUnknownEither(SubmissionBody, { errors: "all", onExcessProperty: "error" })
-const encodeInvalidRequest = Schema.encodeSync(InvalidRequestWire)
 
 const errorJson = (status: number, code: string, message: string) =>
   HttpServerResponse.unsafeJson({ code, message }, { status })
-
-const invalidJson = (error: InvalidRequest) => HttpServerResponse.unsafeJson(encodeInvalidRequest(error), { status: 400 })
-
-const invalidBody = (message: string, issues: ReadonlyArray<Issue> = [{ path: "", message }]) =>
-  new InvalidRequest({ message, issues })
-
-/** Reads the body, refusing more than `MAX_BODY_BYTES` whatever the Content-Length claims. */
-const readCappedBody = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const declared = Number(request.headers["content-length"] ?? "0")
-  const tooLarge = invalidBody(`The body exceeds ${MAX_BODY_BYTES} bytes.`)
-  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  yield* request.stream.pipe(
-    Stream.runForEachWhile((chunk) =>
-      Effect.sync(() => {
-        size += chunk.length
-        if (size > MAX_BODY_BYTES) return false
-        chunks.push(chunk)
-        return true
-      })
-    ),
-    Effect.mapError(() => invalidBody("The body could not be read."))
-  )
-  if (size > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
-  return Buffer.concat(chunks).toString("utf8")
-})
-
-const parseSubmission = (text: string): Either.Either<Submission, InvalidRequest> => {
-  if (exceedsJsonDepth(text)) return Either.left(tooDeep())
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    return Either.left(invalidBody("The body is not valid JSON."))
-  }
-  return Either.mapLeft(decodeSubmission(json), (error) => {
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(error).slice(0, 20).map((issue) => ({
-      path: issue.path.map(String).join("."),
-      message: issue.message.split("\n")[0] ?? ""
-    }))
-    const first = issues[0]
-    return invalidBody(
-      first === undefined ? "The body is malformed." : `Invalid \`${first.path || "body"}\`: ${first.message}`,
-      issues
-    )
-  })
-}
 
 const wantsJson = (request: HttpServerRequest.HttpServerRequest): boolean => {
   const accept = (request.headers["accept"] ?? "").toLowerCase()
@@ -104,8 +34,8 @@ const notAccepting = (survey: SurveyRow) =>
     : messagePage(404, "not_found", "Survey not found", "There is no survey at this address.")
 
 /**
- * The respondent side: survey pages (`/s/{surveyId}`, `/embed/{token}`), the respondent API
- * (`/respond/v1/responses`), and the pages' static assets.
+ * The survey pages (`/s/{surveyId}`, `/embed/{token}`) and their static assets. The respondent
+ * API they call is declared in the HttpApi (src/Respondents/Api.ts).
  */
 export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
@@ -114,8 +44,6 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
     const questions = yield* QuestionRepo
     const tokens = yield* RespondentTokens
     const embeds = yield* EmbedSessions
-    const writer = yield* ResponseWriter
-    const idempotency = yield* Idempotency
 
     const liveSurvey = (surveyId: string) =>
       Effect.map(surveys.findById(surveyId), Option.filter((s) => s.trashed === 0))
@@ -180,71 +108,6 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       return yield* renderSurvey(found.value, loaded.right)
     })
 
-    const respondent = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers["authorization"] ?? "")
-      const token = match?.[1]
-      const found = token !== undefined && isOpaqueToken(token) ? yield* tokens.resolve(token) : Option.none()
-      return found
-    })
-
-    const unauthorized = errorJson(
-      401,
-      "unauthorized",
-      "Send the respondentToken of a survey page as `Authorization: Bearer <respondentToken>`; it may have expired."
-    )
-
-    const answerWith = <A, R>(
-      write: Effect.Effect<A, InvalidRequest | NotFound, R>,
-      ok: (a: A) => HttpServerResponse.HttpServerResponse
-    ) =>
-      write.pipe(
-        Effect.map(ok),
-        Effect.catchTags({
-          InvalidRequest: (error) => Effect.succeed(invalidJson(error)),
-          NotFound: (error) => Effect.succeed(errorJson(404, "not_found", error.message))
-        })
-      )
-
-    const submission = Effect.gen(function*() {
-      const contentType = (yield* HttpServerRequest.HttpServerRequest).headers["content-type"]
-      if (!isJsonContentType(contentType)) return yield* notJsonContentType(contentType ?? "")
-      return yield* Effect.flatMap(readCappedBody, (text) => parseSubmission(text))
-    })
-
-    const createResponse = Effect.gen(function*() {
-      const who = yield* respondent
-      if (Option.isNone(who)) return unauthorized
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const started = Effect.gen(function*() {
-        const key = yield* idempotencyKeyOf(request.headers["idempotency-key"])
-        const body = yield* submission
-        return yield* idempotency.once(
-          {
-            scope: { _tag: "Respondent", tokenHash: who.value.tokenHash },
-            key,
-            request: requestHash("POST", "/respond/v1/responses", body)
-          },
-          Effect.map(writer.create(who.value, body), (saved) => ({
-            status: 201,
-            body: JSON.stringify({ responseId: saved.responseId })
-          }))
-        )
-      })
-      return yield* answerWith(started, answerResponse)
-    })
-
-    const updateResponse = Effect.gen(function*() {
-      const who = yield* respondent
-      if (Option.isNone(who)) return unauthorized
-      const { responseId } = yield* HttpRouter.params
-      return yield* answerWith(
-        Effect.flatMap(submission, (body) =>
-          Effect.map(writer.update(who.value, responseId ?? "", body), (saved) => ({ ...saved, completed: body.finished }))),
-        (saved) => HttpServerResponse.unsafeJson({ responseId: saved.responseId, completed: saved.completed })
-      )
-    })
-
     const asset = Effect.gen(function*() {
       const { name } = yield* HttpRouter.params
       const found = assets.get(name ?? "")
@@ -258,8 +121,6 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
 
     yield* router.get("/s/:surveyId", publicPage)
     yield* router.get("/embed/:token", embedPage)
-    yield* router.post("/respond/v1/responses", createResponse)
-    yield* router.patch("/respond/v1/responses/:responseId", updateResponse)
     yield* router.get("/assets/:name", asset)
   })
 )

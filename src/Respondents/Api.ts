@@ -1,0 +1,91 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Context, Schema } from "effect"
+import { InvalidRequestWire, NotFoundWire, UnauthorizedWire } from "../Domain/Errors.js"
+import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
+import { JsonBody } from "../Http/JsonBody.js"
+import { MAX_TEXT_LENGTH } from "./AnswerValidation.js"
+import type { RespondentContext } from "./RespondentTokens.js"
+
+/** The respondent token of the current request, provided by `RespondentAuth`. */
+export class CurrentRespondent extends Context.Tag("Respondents/CurrentRespondent")<
+  CurrentRespondent,
+  RespondentContext
+>() {}
+
+/**
+ * `Authorization: Bearer <respondentToken>`: the token a survey page hands out (`/s/{id}`,
+ * `/embed/{token}`), valid for 24 hours. Answers 401 `unauthorized` otherwise.
+ */
+export class RespondentAuth extends HttpApiMiddleware.Tag<RespondentAuth>()("Respondents/RespondentAuth", {
+  failure: UnauthorizedWire,
+  provides: CurrentRespondent,
+  security: { respondentToken: HttpApiSecurity.bearer }
+}) {}
+
+const SubmittedAnswer = Schema.Struct({
+  questionId: Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "A question of the survey." }),
+  values: Schema.Array(Schema.String.pipe(Schema.maxLength(MAX_TEXT_LENGTH))).pipe(Schema.maxItems(200)).annotations({
+    description: "The answer, as the question type takes it (decisions §4); `[]` removes the answer."
+  })
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+
+/** What a respondent sends: some answers, and whether the response is finished. Unknown fields are refused. */
+export const Submission = Schema.Struct({
+  answers: Schema.optionalWith(Schema.Array(SubmittedAnswer).pipe(Schema.maxItems(500)), { default: () => [] }),
+  finished: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
+    description: "True completes the response: required questions must then be answered."
+  })
+}).annotations({ identifier: "Submission", parseOptions: { onExcessProperty: "error" } })
+
+export const ResponseStarted = Schema.Struct({ responseId: Schema.String }).annotations({ identifier: "ResponseStarted" })
+
+export const ResponseSaved = Schema.Struct({
+  responseId: Schema.String,
+  completed: Schema.Boolean
+}).annotations({ identifier: "ResponseSaved" })
+
+export const ResponseIdParam = Schema.String.pipe(Schema.maxLength(200)).annotations({
+  description: "A response this token started."
+})
+
+/**
+ * The respondent API (`/respond/v1`): what survey pages and native apps call to save answers.
+ * Not part of the integration API; authenticated by a respondent token rather than an API key.
+ */
+export class RespondentApi extends HttpApiGroup.make("respondent")
+  .add(
+    HttpApiEndpoint.post("start")`/responses`
+      .setPayload(Submission)
+      .setHeaders(IdempotencyHeaders)
+      .addSuccess(ResponseStarted, { status: 201 })
+      .addError(InvalidRequestWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Start a response")
+      .annotate(
+        OpenApi.Description,
+        "Saves the first answers of a new response (a token from `/embed/{token}` starts exactly one). " +
+          "Safe to retry with an Idempotency-Key (per token, 24 hours)."
+      )
+      .annotate(OpenApi.Transform, documentReplayHeader(201))
+  )
+  .add(
+    HttpApiEndpoint.patch("save")`/responses/${HttpApiSchema.param("responseId", ResponseIdParam)}`
+      .setPayload(Submission)
+      .addSuccess(ResponseSaved)
+      .addError(InvalidRequestWire)
+      .addError(NotFoundWire)
+      .annotate(OpenApi.Summary, "Save answers to a response")
+      .annotate(
+        OpenApi.Description,
+        "Adds, replaces or removes answers of a response this token started, and finishes it when `finished` is true."
+      )
+  )
+  .middleware(JsonBody)
+  .middleware(RespondentAuth)
+  .prefix("/respond/v1")
+  .annotateContext(OpenApi.annotations({
+    title: "Respondent API",
+    description: "Saving answers from survey pages and native apps (`Authorization: Bearer <respondentToken>`, " +
+      "bodies up to 256 KiB). Not part of the integration API."
+  }))
+{}

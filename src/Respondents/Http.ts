@@ -1,0 +1,63 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Api } from "../Api.js"
+import { Unauthorized } from "../Domain/Errors.js"
+import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
+import { CurrentRespondent, RespondentAuth, ResponseSaved, ResponseStarted, Submission } from "./Api.js"
+import { isOpaqueToken, RespondentTokens } from "./RespondentTokens.js"
+import { ResponseWriter } from "./ResponseWriter.js"
+
+/** Resolves the bearer respondent token; an unknown, malformed or expired one answers 401. */
+export const RespondentAuthLive = Layer.effect(
+  RespondentAuth,
+  Effect.gen(function*() {
+    const tokens = yield* RespondentTokens
+    const refused = new Unauthorized({
+      message: "Send the respondentToken of a survey page as `Authorization: Bearer <respondentToken>`; it may have expired."
+    })
+    return {
+      respondentToken: (token) =>
+        Effect.gen(function*() {
+          const raw = Redacted.value(token).trim()
+          const found = isOpaqueToken(raw) ? yield* tokens.resolve(raw) : Option.none()
+          if (Option.isNone(found)) return yield* refused
+          return found.value
+        })
+    }
+  })
+)
+
+const encodeSubmission = Schema.encodeSync(Submission)
+const encodeStarted = Schema.encodeSync(ResponseStarted)
+const encodeSaved = Schema.encodeSync(ResponseSaved)
+
+/** Handlers of the respondent API (`/respond/v1`). */
+export const RespondentHttpLive = HttpApiBuilder.group(Api, "respondent", (handlers) =>
+  Effect.gen(function*() {
+    const writer = yield* ResponseWriter
+    const idempotency = yield* Idempotency
+    return handlers
+      .handle("start", ({ headers, payload }) =>
+        Effect.gen(function*() {
+          const respondent = yield* CurrentRespondent
+          const key = yield* idempotencyKeyOf(headers["idempotency-key"])
+          const answer = yield* idempotency.once(
+            {
+              scope: { _tag: "Respondent", tokenHash: respondent.tokenHash },
+              key,
+              request: requestHash("POST", "/respond/v1/responses", encodeSubmission(payload))
+            },
+            Effect.map(writer.create(respondent, payload), (saved) => ({
+              status: 201,
+              body: JSON.stringify(encodeStarted({ responseId: saved.responseId }))
+            }))
+          )
+          return answerResponse(answer)
+        }))
+      .handle("save", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const respondent = yield* CurrentRespondent
+          const saved = yield* writer.update(respondent, path.responseId, payload)
+          return HttpServerResponse.unsafeJson(encodeSaved({ responseId: saved.responseId, completed: payload.finished }))
+        }))
+  }))

@@ -1,0 +1,123 @@
+import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { Api } from "../src/Api.js"
+import { TOKENS } from "./support/Fixtures.js"
+import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
+import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
+
+const PageBody = Schema.Struct({ respondentToken: Schema.String })
+const InvalidBody = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String,
+  issues: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
+})
+const Document = Schema.Struct({
+  paths: Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+})
+
+const pageToken = Effect.map(
+  call("GET", "/s/srv_all", { headers: { accept: "application/json" } }),
+  (res) => bodyOf(PageBody, res).respondentToken
+)
+
+const client = (token: string) =>
+  HttpApiClient.make(Api, { transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token)) })
+
+const responses = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_all'`.pipe(Effect.orDie), (rows) =>
+    rows[0]?.n ?? -1))
+
+layer(TestServer(respondentFixture))("the respondent API, declared in the HttpApi", (it) => {
+  it.effect("a typed client starts a response and finishes it", () =>
+    Effect.gen(function*() {
+      const respondent = yield* client(yield* pageToken)
+      const started = yield* respondent.respondent.start({
+        payload: { answers: allTypesAnswers.slice(0, 2), finished: false },
+        headers: {}
+      })
+      expect(started.responseId).toMatch(/^rsp_/)
+      const saved = yield* respondent.respondent.save({
+        path: { responseId: started.responseId },
+        payload: { answers: allTypesAnswers.slice(2), finished: true }
+      })
+      expect(saved).toEqual({ responseId: started.responseId, completed: true })
+      const stored = yield* get(`/api/v1/surveys/srv_all/responses/${started.responseId}`, TOKENS.editor)
+      expect(bodyOf(Schema.Struct({ completed: Schema.Boolean }), stored).completed).toBe(true)
+      // Another token may not change it; the typed client sees the documented error class.
+      const stranger = yield* client(yield* pageToken)
+      const refused = yield* Effect.flip(stranger.respondent.save({
+        path: { responseId: started.responseId },
+        payload: { answers: [], finished: false }
+      }))
+      expect(refused._tag).toBe("NotFound")
+      const anonymous = yield* client("A".repeat(43))
+      const unauthorized = yield* Effect.flip(anonymous.respondent.start({ payload: { answers: [], finished: false }, headers: {} }))
+      expect(unauthorized._tag).toBe("Unauthorized")
+    }))
+
+  it.effect("unknown fields are refused with their path, and nothing is written", () =>
+    Effect.gen(function*() {
+      const token = yield* pageToken
+      const before = yield* responses
+      for (const [body, path] of [
+        [{ answers: [], finished: false, draft: true }, "draft"],
+        [{ answers: [{ questionId: "q_all_email", values: ["a@example.com"], weight: 2 }] }, "answers.0.weight"]
+      ] as const) {
+        const res = yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify(body) })
+        expect(res.status).toBe(400)
+        const error = bodyOf(InvalidBody, res)
+        expect(error.code).toBe("invalid_request")
+        expect(error.issues.map((i) => i.path)).toContain(path)
+      }
+      expect(yield* responses).toBe(before)
+    }))
+
+  it.effect("one body-size policy: 256 KiB on the respondent API, 64 KiB on /api/v1", () =>
+    Effect.gen(function*() {
+      const token = yield* pageToken
+      // Valid JSON padded with whitespace, so that only the size differs.
+      const padded = (value: unknown, bytes: number) => {
+        const text = JSON.stringify(value)
+        return text.slice(0, -1) + " ".repeat(bytes - text.length) + "}"
+      }
+      const within = yield* call("POST", "/respond/v1/responses", {
+        token,
+        body: padded({ answers: [], finished: false }, 200 * 1024)
+      })
+      expect(within.status).toBe(201)
+      const over = yield* call("POST", "/respond/v1/responses", {
+        token,
+        body: padded({ answers: [], finished: false }, 256 * 1024 + 1)
+      })
+      expect(over.status).toBe(400)
+      expect(bodyOf(InvalidBody, over).message).toContain(`${256 * 1024} bytes`)
+      const api = yield* call("POST", "/api/v1/surveys/srv_all/embed-sessions", {
+        token: TOKENS.editor,
+        body: padded({ externalUserId: "padded" }, 64 * 1024 + 1)
+      })
+      expect(api.status).toBe(400)
+      expect(bodyOf(InvalidBody, api).message).toContain(`${64 * 1024} bytes`)
+    }))
+
+  it.effect("a missing or unknown respondent token answers the documented 401", () =>
+    Effect.gen(function*() {
+      for (const token of [undefined, "not-a-token", "A".repeat(43), TOKENS.editor]) {
+        const res = yield* call("POST", "/respond/v1/responses", {
+          ...(token === undefined ? {} : { token }),
+          body: JSON.stringify({ answers: [] })
+        })
+        expect(res.status).toBe(401)
+        expect(bodyOf(ErrorCode, res).code).toBe("unauthorized")
+      }
+    }))
+
+  it.effect("appears in /openapi.json beside /api/v1, with its own security scheme", () =>
+    Effect.gen(function*() {
+      const document = bodyOf(Document, yield* get("/openapi.json"))
+      expect(Object.keys(document.paths["/respond/v1/responses"] ?? {})).toEqual(["post"])
+      expect(Object.keys(document.paths["/respond/v1/responses/{responseId}"] ?? {})).toEqual(["patch"])
+      expect(JSON.stringify(document.paths["/respond/v1/responses"])).toContain("respondentToken")
+    }))
+})
