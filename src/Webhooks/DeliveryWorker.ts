@@ -194,10 +194,13 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     }).pipe(Effect.forever)
   )
   yield* supervise("webhook delivery worker", loop)
-  yield* periodically(
-    "webhook outbox depth",
-    Effect.flatMap(repo.depth, (depth) => Metric.set(outboxDepth, depth)),
-    Schedule.spaced("5 seconds"),
-    { untraced: true }
-  )
+  // Only measured for an exporter: nothing else reads the gauge.
+  if ((yield* AppConfig).telemetry !== undefined) {
+    yield* periodically(
+      "webhook outbox depth",
+      Effect.flatMap(repo.depth, (depth) => Metric.set(outboxDepth, depth)),
+      Schedule.spaced("5 seconds"),
+      { untraced: true }
+    )
+  }
 }))
