@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { importFixtureInput } from "../src/Fixtures/Import.js"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { refreshAnswerDocuments } from "../src/Responses/AnswerDocuments.js"
 import { storedRendering } from "./support/AnswerDocuments.js"
@@ -48,6 +49,26 @@ layer(TestServer(baseFixture))("stored renderings of answers", (it) => {
         expect(stored.answersJson).toBe(yield* assembledAnswers(id))
       }
       yield* list
+    }))
+
+  it.effect("a re-import that replaces a response's answers renders it again in the same transaction", () =>
+    Effect.gen(function*() {
+      yield* importFixtureInput({
+        responses: [{
+          id: "rsp_3",
+          surveyId: "srv_main",
+          createdAt: "2026-01-12T00:00:00.000Z",
+          completedAt: "2026-01-12T00:01:00.000Z",
+          answers: [{ questionId: "q_num", values: ["7"] }, { questionId: "q_text", values: ["again"] }]
+        }]
+      }).pipe(Effect.orDie)
+      const stored = yield* storedRendering("rsp_3")
+      expect(stored.current).toBe(1)
+      expect(stored.answersJson).toBe(yield* assembledAnswers("rsp_3"))
+      expect(answersInList((yield* list).text, "rsp_3")).toBe(
+        `[{"fieldId":"q_text","type":"textarea","value":"again","values":["again"]},` +
+          `{"fieldId":"q_num","type":"number","value":"7","values":["7"]}]`
+      )
     }))
 
   it.effect("an answer changed by hand clears its response's rendering; the list shows the new answer", () =>
