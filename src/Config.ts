@@ -17,6 +17,11 @@ export interface TelemetrySettings {
 export interface AppSettings {
   readonly port: number
   readonly databasePath: string
+  /**
+   * `postgres://…` or `postgresql://…`: the service runs on that PostgreSQL database instead of
+   * the SQLite file at `databasePath`. A secret (it may hold a password): never logged.
+   */
+  readonly databaseUrl?: Redacted.Redacted<string> | undefined
   readonly publicBaseUrl: string
   readonly webhookAllowPrivateTargets: boolean
   readonly logLevel: LogLevel.LogLevel
@@ -119,17 +124,58 @@ const logLevelConfig = Config.string("LOG_LEVEL").pipe(
   })
 )
 
+/**
+ * Whether `raw` names a PostgreSQL database: a `postgres://` or `postgresql://` URL with a host.
+ * The answer never repeats the URL, which may carry a password.
+ */
+export const checkDatabaseUrl = (raw: string): Either.Either<string, string> => {
+  const trimmed = raw.trim()
+  if (!/^postgres(ql)?:\/\//i.test(trimmed)) {
+    return Either.left("DATABASE_URL must start with postgres:// or postgresql://")
+  }
+  try {
+    const url = new URL(trimmed)
+    if (url.hostname === "" && !url.searchParams.has("host")) return Either.left("DATABASE_URL names no host")
+    return Either.right(trimmed)
+  } catch {
+    return Either.left("DATABASE_URL is not a valid URL")
+  }
+}
+
+/** DATABASE_URL, or none when unset or empty (then SQLite at DATABASE_PATH). */
+const databaseUrlConfig = Config.string("DATABASE_URL").pipe(
+  Config.withDefault(""),
+  Config.mapOrFail((raw) =>
+    raw.trim() === ""
+      ? Either.right(Option.none<string>())
+      : Either.mapBoth(checkDatabaseUrl(raw), {
+        onLeft: (message) => ConfigError.InvalidData(["DATABASE_URL"], message),
+        onRight: Option.some
+      })
+  )
+)
+
 /** Settings read once from the environment; CLI flags override them. */
 export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>() {
   static readonly fromEnv = (overrides: {
     readonly port?: Option.Option<number>
     readonly databasePath?: Option.Option<string>
+    readonly databaseUrl?: Option.Option<string>
   } = {}) =>
     Effect.gen(function*() {
       const envPort = yield* Config.port("PORT").pipe(Config.withDefault(8080))
       const port = Option.getOrElse(overrides.port ?? Option.none(), () => envPort)
       const envDb = yield* Config.string("DATABASE_PATH").pipe(Config.withDefault("./data/survey.db"))
       const databasePath = Option.getOrElse(overrides.databasePath ?? Option.none(), () => envDb)
+      const envUrl = yield* databaseUrlConfig
+      const flagUrl = overrides.databaseUrl ?? Option.none()
+      if (Option.isSome(flagUrl)) {
+        const checked = checkDatabaseUrl(flagUrl.value)
+        if (Either.isLeft(checked)) {
+          return yield* Effect.fail(ConfigError.InvalidData(["--database-url"], checked.left.replace("DATABASE_URL", "--database-url")))
+        }
+      }
+      const databaseUrl = Option.orElse(Option.map(flagUrl, (url) => url.trim()), () => envUrl)
       const publicBaseUrl = yield* Config.string("PUBLIC_BASE_URL").pipe(
         Config.withDefault(`http://localhost:${port}`)
       )
@@ -145,6 +191,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
       return {
         port,
         databasePath,
+        databaseUrl: Option.getOrUndefined(Option.map(databaseUrl, Redacted.make)),
         publicBaseUrl: publicBaseUrl.replace(/\/+$/, ""),
         webhookAllowPrivateTargets,
         logLevel,

@@ -1,26 +1,9 @@
 import { expect, layer } from "@effect/vitest"
-import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { ApiKeyRepo } from "../src/Auth/ApiKeyRepo.js"
-import { AppConfig } from "../src/Config.js"
+import { elsewhere } from "./support/Elsewhere.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { get, TestServer } from "./support/TestServer.js"
-
-/**
- * A write from another connection, as the operator CLI, a second process or a hand edit would
- * make it: not through the service, which cannot tell anyone to forget what it remembers.
- */
-const elsewhere = (statement: string) =>
-  Effect.flatMap(AppConfig, (config) =>
-    Effect.sync(() => {
-      const db = new Database(config.databasePath)
-      try {
-        db.exec("PRAGMA busy_timeout = 5000")
-        db.run(statement)
-      } finally {
-        db.close()
-      }
-    }))
 
 const statusOf = (path: string, token: string) => Effect.map(get(path, token), (res) => res.status)
 

@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer, Schema, TestClock } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { Aggregator, AggregatorLive } from "../src/Analytics/Aggregator.js"
 import { Analytics } from "../src/Domain/Analytics.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
+import { advance } from "./support/Advance.js"
 
 /** The body as the API encodes it: plain objects, comparable with `toEqual`. */
 const Body = Schema.encodedSchema(Analytics)
@@ -146,7 +147,7 @@ layer(TestServer(baseFixture))("the background aggregator", (it) => {
   it.effect("includes new responses on its polling schedule", () =>
     Effect.gen(function*() {
       yield* Layer.launch(AggregatorLive).pipe(Effect.forkScoped)
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       expect((yield* analytics()).data.responseCount).toBe(3)
       yield* writeResponse({
         id: "rsp_new",
@@ -155,7 +156,7 @@ layer(TestServer(baseFixture))("the background aggregator", (it) => {
         createdAt: "2026-02-01T00:00:00.000Z",
         answers: [{ questionId: "q_text", values: ["later"] }]
       })
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       const { data } = yield* analytics()
       expect(data.responseCount).toBe(4)
       expect(question(data, "q_text").textAnswerCount).toBe(2)

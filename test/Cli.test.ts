@@ -1,13 +1,30 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Database } from "bun:sqlite"
+import { AppConfig } from "../src/Config.js"
+import { elsewhereRows } from "./support/Elsewhere.js"
+import { postgresDatabase, testDatabase } from "./support/TestServer.js"
 
 const root = join(import.meta.dirname, "..")
 
-const cli = (db: string, ...args: Array<string>) => {
-  const result = Bun.spawnSync(["bun", "run", "src/main.ts", ...args, "--db", db], {
+/**
+ * A database of the test's own for the CLI (a SQLite file in `dir`, or a PostgreSQL database of
+ * the test cluster), as command-line flags and as the configuration that reads it afterwards.
+ */
+const database = (dir: string) =>
+  Effect.gen(function*() {
+    if (testDatabase === "postgres") {
+      const url = yield* postgresDatabase()
+      return { flags: ["--database-url", url], config: AppConfig.layerTest({ databaseUrl: Redacted.make(url) }) }
+    }
+    const path = join(dir, "cli.db")
+    return { flags: ["--db", path], config: AppConfig.layerTest({ databasePath: path }) }
+  })
+
+const cli = (db: ReadonlyArray<string>, ...args: Array<string>) => {
+  const result = Bun.spawnSync(["bun", "run", "src/main.ts", ...args, ...db], {
     cwd: root,
     env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "Warning" },
     stdout: "pipe",
@@ -18,10 +35,12 @@ const cli = (db: string, ...args: Array<string>) => {
 }
 
 describe("operator CLI", () => {
-  it("migrate, import, keys create/revoke and survey lifecycle against one database file", () => {
-    const dir = mkdtempSync(join(tmpdir(), "survey-cli-"))
-    const db = join(dir, "cli.db")
-    try {
+  it.scoped("migrate, import, keys create/revoke and survey lifecycle against one database", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "survey-cli-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const { config, flags: db } = yield* database(dir)
+      const query = (statement: string) => elsewhereRows(statement).pipe(Effect.provide(config))
       expect(cli(db, "migrate").code).toBe(0)
       const imported = cli(db, "import", "test/fixtures/smoke.json")
       expect(imported.code).toBe(0)
@@ -32,36 +51,32 @@ describe("operator CLI", () => {
       const token = created.stdout.trim()
       expect(token).toMatch(/^sk_live_[0-9A-Za-z]{32}$/)
 
-      const sqlite = new Database(db)
-      const stored = sqlite.query("SELECT token_hash, survey_ids FROM api_keys WHERE token_hash <> ''").all()
+      const stored = yield* query("SELECT token_hash, survey_ids FROM api_keys WHERE token_hash <> ''")
       expect(JSON.stringify(stored)).not.toContain(token)
-      expect(stored).toContainEqual(expect.objectContaining({ survey_ids: "[\"srv_smoke\"]" }))
+      expect(stored).toContainEqual(expect.objectContaining({ surveyIds: "[\"srv_smoke\"]" }))
 
       expect(cli(db, "surveys", "close", "srv_smoke").code).toBe(0)
       const again = cli(db, "surveys", "close", "srv_smoke")
       expect(again.code).not.toBe(0)
       expect(again.stderr + again.stdout).toContain("cannot close")
       expect(cli(db, "surveys", "publish", "srv_smoke").code).toBe(0)
-      const events = sqlite.query("SELECT type, survey_id FROM events ORDER BY seq").all()
+      const events = yield* query("SELECT type, survey_id FROM events ORDER BY seq")
       expect(events).toEqual([
-        { type: "survey.closed", survey_id: "srv_smoke" },
-        { type: "survey.published", survey_id: "srv_smoke" }
+        { type: "survey.closed", surveyId: "srv_smoke" },
+        { type: "survey.published", surveyId: "srv_smoke" }
       ])
       expect(cli(db, "surveys", "trash", "srv_smoke").code).toBe(0)
       expect(cli(db, "surveys", "publish", "srv_smoke").code).not.toBe(0)
 
       expect(cli(db, "keys", "revoke", token).code).toBe(0)
       expect(cli(db, "keys", "revoke", token).code).not.toBe(0)
-      sqlite.close()
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
+    }))
 
-  it("refuses a fixture nested too deep or with a date that does not exist, importing nothing", () => {
-    const dir = mkdtempSync(join(tmpdir(), "survey-cli-"))
-    const db = join(dir, "cli.db")
-    try {
+  it.scoped("refuses a fixture nested too deep or with a date that does not exist, importing nothing", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "survey-cli-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const { config, flags: db } = yield* database(dir)
       const deep = join(dir, "deep.json")
       writeFileSync(deep, `{"plans":${"[".repeat(20_000)}${"]".repeat(20_000)}}`)
       const refusedDeep = cli(db, "import", deep)
@@ -77,11 +92,7 @@ describe("operator CLI", () => {
       const refusedDate = cli(db, "import", impossible)
       expect(refusedDate.code).not.toBe(0)
       expect(refusedDate.stderr + refusedDate.stdout).toContain("surveys.0.createdAt: expected an existing ISO 8601 instant")
-      const sqlite = new Database(db)
-      expect(sqlite.query("SELECT count(*) AS n FROM plans WHERE id = 'p'").get()).toEqual({ n: 0 })
-      sqlite.close()
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
+      expect(yield* elsewhereRows("SELECT count(*) AS n FROM plans WHERE id = 'p'").pipe(Effect.provide(config)))
+        .toEqual([{ n: 0 }])
+    }))
 })

@@ -61,8 +61,12 @@ const state = (surveyId: string) =>
 /** Every row of every table of the database, as text, with the table it came from. */
 const everyRow = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const tables = yield* sql<{ name: string }>`
-    SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`.pipe(Effect.orDie)
+  const tables = yield* sql.onDialectOrElse({
+    pg: () => sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
+    orElse: () => sql<{ name: string }>`
+      SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
+  }).pipe(Effect.orDie)
   const out: Array<{ table: string; row: string }> = []
   for (const { name } of tables) {
     const rows = yield* sql.unsafe<Record<string, unknown>>(`SELECT * FROM "${name.replaceAll("\"", "\"\"")}"`).pipe(

@@ -1,10 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Schema, TestClock } from "effect"
+import { Effect, Schema } from "effect"
 import { Idempotency } from "../src/Http/Idempotency.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { advance } from "./support/Advance.js"
 
 const json = (value: unknown) => JSON.stringify(value)
 const Saved = Schema.Struct({ responseId: Schema.String })
@@ -112,15 +113,15 @@ layer(TestServer(respondentFixture))("idempotent creation", (it) => {
   it.effect("answers are kept 24 hours, then the key is free again and the periodic job prunes them", () =>
     Effect.gen(function*() {
       const first = yield* embed("day-1", "person-e")
-      yield* TestClock.adjust("23 hours")
+      yield* advance("23 hours")
       expect((yield* embed("day-1", "person-e")).headers["idempotent-replayed"]).toBe("true")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       const later = yield* embed("day-1", "person-other")
       expect(later.status).toBe(201)
       expect(later.headers["idempotent-replayed"]).toBeUndefined()
       expect(later.text).not.toBe(first.text)
 
-      yield* TestClock.adjust("25 hours")
+      yield* advance("25 hours")
       const idempotency = yield* Idempotency
       expect(yield* idempotency.prune()).toBeGreaterThan(0)
       expect((yield* counts).keys).toBe(0)

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Layer, Schema, TestClock } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { AggregatorLive } from "../src/Analytics/Aggregator.js"
 import { Analytics } from "../src/Domain/Analytics.js"
 import { EventEnvelope } from "../src/Events/Event.js"
@@ -10,6 +10,7 @@ import { Webhook } from "standardwebhooks"
 import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { register, WebhookWorld } from "./support/WebhookWorld.js"
+import { advance } from "./support/Advance.js"
 
 /** The analytics body as the API encodes it. */
 const AnalyticsBody = Schema.encodedSchema(Analytics)
@@ -28,7 +29,7 @@ layer(TestServer(baseFixture))("a respondent's journey through every part", (it)
   it.effect("embed session → respondent API → Response, outbox event and analytics", () =>
     Effect.gen(function*() {
       yield* Layer.launch(AggregatorLive).pipe(Effect.forkScoped)
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       const before = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.viewer))
 
       const created = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
@@ -72,7 +73,7 @@ layer(TestServer(baseFixture))("a respondent's journey through every part", (it)
       // The used embed URL does not load twice.
       expect((yield* call("GET", embedPath, { headers: { accept: "application/json" } })).status).toBe(410)
 
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       const after = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.viewer))
       expect(after.responseCount).toBe(before.responseCount + 1)
       expect(after.completedCount).toBe(before.completedCount + 1)

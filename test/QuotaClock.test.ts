@@ -1,12 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Database } from "bun:sqlite"
 import { Context, Effect, Either, Exit, Layer, Scope, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ApiKeyContext, QuotaPlan } from "../src/Auth/CurrentKey.js"
 import { RateLimiter } from "../src/Quota/RateLimiter.js"
-import { TestDatabase } from "./support/TestServer.js"
+import { elsewhereRows } from "./support/Elsewhere.js"
+import { TestConfig, TestDatabase } from "./support/TestServer.js"
+import { advance } from "./support/Advance.js"
 
 const keyOf = (accountId: string, plan: Omit<QuotaPlan, "planId">): ApiKeyContext => ({
   keyId: `key_${accountId}`,
@@ -45,14 +46,14 @@ for (const [name, limiterLayer] of variants) {
         const key = keyOf("acc_burst", { burstLimit: 3, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 100 })
         yield* at("2026-03-10T10:00:00.000Z")
         expect(yield* attempt(key)).toBe("ok")
-        yield* TestClock.adjust("20 seconds")
+        yield* advance("20 seconds")
         expect(yield* attempt(key)).toBe("ok")
-        yield* TestClock.adjust("20 seconds")
+        yield* advance("20 seconds")
         expect(yield* attempt(key)).toBe("ok")
         expect(yield* attempt(key)).toBe(20)
-        yield* TestClock.adjust("19900 millis")
+        yield* advance("19900 millis")
         expect(yield* attempt(key)).toBe(1)
-        yield* TestClock.adjust("100 millis")
+        yield* advance("100 millis")
         expect(yield* attempt(key)).toBe("ok")
         expect(yield* attempt(key)).toBe(20)
         const report = yield* usage(key)
@@ -61,7 +62,7 @@ for (const [name, limiterLayer] of variants) {
         const slow = keyOf("acc_slow", { burstLimit: 1, burstWindowMinutes: 5, dailyLimit: 100, monthlyLimit: 100 })
         expect(yield* attempt(slow)).toBe("ok")
         expect(yield* attempt(slow)).toBe(300)
-        yield* TestClock.adjust("4 minutes")
+        yield* advance("4 minutes")
         expect(yield* attempt(slow)).toBe(60)
       }).pipe(Effect.provide(limiterLayer())))
 
@@ -79,7 +80,7 @@ for (const [name, limiterLayer] of variants) {
         })
         yield* at("2026-06-15T23:59:59.999Z")
         expect(yield* attempt(key)).toBe(1)
-        yield* TestClock.adjust("1 millis")
+        yield* advance("1 millis")
         expect(yield* attempt(key)).toBe("ok")
         expect(yield* usage(key)).toMatchObject({
           usedToday: 1,
@@ -149,26 +150,25 @@ describe("RateLimiter storage", () => {
       const key = keyOf("acc_durable", { burstLimit: 5, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 1000 })
       const admit = (limiter: RateLimiter["Type"]) =>
         Effect.map(Effect.either(limiter.admit(key)), (r) => Either.isRight(r) ? "ok" : r.left)
-      const onDisk = () => {
-        const db = new Database(file, { readonly: true })
-        try {
-          return {
-            daily: db.query("SELECT day, count FROM usage_daily WHERE account_id = 'acc_durable' AND count > 0 ORDER BY day").all(),
-            burst: db.query("SELECT COALESCE(SUM(count), 0) AS n FROM usage_burst WHERE account_id = 'acc_durable'")
-              .get()
-          }
-        } finally {
-          db.close()
+      const onDisk = Effect.gen(function*() {
+        const config = Effect.provide(TestConfig({ databasePath: file }))
+        return {
+          daily: yield* config(
+            elsewhereRows("SELECT day, count FROM usage_daily WHERE account_id = 'acc_durable' AND count > 0 ORDER BY day")
+          ),
+          burst: (yield* config(
+            elsewhereRows("SELECT COALESCE(SUM(count), 0) AS n FROM usage_burst WHERE account_id = 'acc_durable'")
+          ))[0]
         }
-      }
+      })
 
       yield* at("2026-05-31T23:59:30.000Z")
       const first = yield* start()
       expect(yield* admit(first.limiter)).toBe("ok")
-      yield* TestClock.adjust("40 seconds")
+      yield* advance("40 seconds")
       for (let i = 0; i < 3; i++) expect(yield* admit(first.limiter)).toBe("ok")
       // Read by another connection: every admitted request is stored.
-      expect(onDisk()).toEqual({
+      expect(yield* onDisk).toEqual({
         daily: [{ day: "2026-05-31", count: 1 }, { day: "2026-06-01", count: 3 }],
         burst: { n: 4 }
       })
@@ -185,7 +185,7 @@ describe("RateLimiter storage", () => {
       expect(yield* third.limiter.usage(key)).toMatchObject({ usedToday: 4, usedThisMonth: 4, usedInBurstWindow: 5 })
       const refused = yield* admit(third.limiter)
       expect(refused).toMatchObject({ _tag: "RateLimited", retryAfterSeconds: 20 })
-      yield* TestClock.adjust("20 seconds")
+      yield* advance("20 seconds")
       expect(yield* admit(third.limiter)).toBe("ok")
       expect(yield* third.limiter.usage(key)).toMatchObject({ usedToday: 5, usedInBurstWindow: 5 })
       yield* Scope.close(third.scope, Exit.void)

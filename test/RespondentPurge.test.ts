@@ -1,11 +1,12 @@
 import { expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option, TestClock } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { EmbedSessions } from "../src/Embeds/EmbedSessions.js"
 import { RespondentPurge, RespondentPurgeLive } from "../src/Respondents/RespondentPurge.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { TestDatabase } from "./support/TestServer.js"
+import { advance } from "./support/Advance.js"
 
 const Services = TestDatabase(respondentFixture)
 
@@ -23,16 +24,16 @@ it.effect("expired respondent tokens go after a day, spent embed sessions after 
     yield* embeds.consume(session)
     yield* tokens.issue({ surveyId: "srv_all", embedSessionId: session.id, externalUserId: "u" })
 
-    yield* TestClock.adjust("23 hours")
+    yield* advance("23 hours")
     expect(yield* purge.run()).toEqual({ tokens: 0, embedSessions: 0 })
     expect(Option.isSome(yield* tokens.resolve(publicToken))).toBe(true)
 
-    yield* TestClock.adjust("1 hour")
+    yield* advance("1 hour")
     expect(Option.isNone(yield* tokens.resolve(publicToken))).toBe(true)
     expect(yield* purge.run()).toEqual({ tokens: 2, embedSessions: 0 })
     expect(yield* embedCount).toBe(1)
 
-    yield* TestClock.adjust("30 days")
+    yield* advance("30 days")
     expect(yield* purge.run()).toEqual({ tokens: 0, embedSessions: 1 })
     expect(yield* embedCount).toBe(0)
   }).pipe(Effect.provide(Services)))
@@ -45,6 +46,6 @@ it.scoped("the purge runs in the background every hour", () =>
     const sql = yield* SqlClient.SqlClient
     const count = sql<{ n: number }>`SELECT count(*) AS n FROM respondent_tokens`.pipe(Effect.orDie)
     expect((yield* count)[0]!.n).toBe(1)
-    yield* TestClock.adjust("25 hours")
+    yield* advance("25 hours")
     expect((yield* count)[0]!.n).toBe(0)
   }).pipe(Effect.provide(Services)))

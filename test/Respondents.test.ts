@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Schema, TestClock } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { SurveyResponse } from "../src/Domain/Response.js"
 import { EventEnvelope } from "../src/Events/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
@@ -8,6 +8,7 @@ import { storedRendering } from "./support/AnswerDocuments.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { advance } from "./support/Advance.js"
 
 const PUBLIC_BASE_URL = "https://surveys.example.test"
 
@@ -134,9 +135,9 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
     Effect.gen(function*() {
       const session = yield* createEmbed("srv_all", "user-late")
       const fresh = yield* createEmbed("srv_all", "user-in-time")
-      yield* TestClock.adjust("59 minutes")
+      yield* advance("59 minutes")
       yield* openAsJson(fresh.path)
-      yield* TestClock.adjust("1 minute")
+      yield* advance("1 minute")
       const before = yield* counts("srv_all")
       const res = yield* call("GET", session.path, { headers: { accept: "text/html" } })
       expect(res.status).toBe(410)

@@ -8,6 +8,7 @@ import { TOKENS } from "./support/Fixtures.js"
 import { bodyOf, decodeAs, get } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
+import { advance } from "./support/Advance.js"
 
 /** Lets real I/O (the receiver, the attempt) make progress while the test clock stands still. */
 
@@ -57,7 +58,7 @@ describe("webhook delivery", () => {
       const secret = yield* register(target.url)
       const event = yield* complete("srv_main")
       // The outbox is polled hourly here, so that the clock moves in a few steps.
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(loggedAttempts, (all) => all.length === 1)
       const expected = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]
       for (const [index, delay] of expected.entries()) {
@@ -74,12 +75,12 @@ describe("webhook delivery", () => {
         expect(wait, `delay ${index + 1}`).toBeLessThanOrEqual(delay * 1.1)
         // Just before the due time the worker claims nothing and sleeps until at least the due time...
         const now = yield* TestClock.currentTimeMillis
-        yield* TestClock.adjust(Duration.millis(delivery.nextAttemptAt - now - 1))
+        yield* advance(Duration.millis(delivery.nextAttemptAt - now - 1))
         const quiet = yield* workerAsleep
         expect(claimedIn(quiet)).toBe(0)
         expect(quiet.sleepUntil).toBeGreaterThanOrEqual(delivery.nextAttemptAt)
         // ...and at the due time the next attempt runs.
-        yield* TestClock.adjust("1 millis")
+        yield* advance("1 millis")
         const after = yield* eventually(loggedAttempts, (all) => all.length === index + 2)
         expect(after[index + 1]?.attemptedAt).toBe(delivery.nextAttemptAt)
       }
@@ -87,7 +88,7 @@ describe("webhook delivery", () => {
       expect(last?.state).toBe("given_up")
       expect(last?.attempts).toBe(8)
       yield* workerAsleep
-      yield* TestClock.adjust("10 days")
+      yield* advance("10 days")
       expect(claimedIn(yield* workerAsleep)).toBe(0)
       expect(yield* loggedAttempts).toHaveLength(8)
       const received = yield* target.received

@@ -1,18 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, TestClock } from "effect"
+import { Duration, Effect } from "effect"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, roundWhere, WebhookWorld } from "./support/WebhookWorld.js"
+import { advance } from "./support/Advance.js"
 
 /** Registers `url` as the workspace webhook, writes one event and answers its first logged attempt. */
 const firstAttempt = <R = never>(url: string, beforeLogged?: Effect.Effect<void, never, R>) =>
   Effect.gen(function*() {
     yield* register(url)
     yield* complete("srv_main")
-    yield* TestClock.adjust("1 second")
+    yield* advance("1 second")
     if (beforeLogged !== undefined) yield* beforeLogged
     const [attempt] = yield* eventually(loggedAttempts, (all) => all.length >= 1)
     if (attempt === undefined) return yield* Effect.dieMessage("no attempt")
@@ -37,8 +38,8 @@ describe("webhook endpoint faults are recorded as failures", () => {
         yield* eventually(target.received, (all) => all.length === 1)
         // In two steps: an attempt that gave up at 14 s would be settled before the clock moves on
         // (TestClock waits for every fiber to suspend), and its retry would then fall before 20.1 s.
-        yield* TestClock.adjust("14 seconds")
-        yield* TestClock.adjust("1 second")
+        yield* advance("14 seconds")
+        yield* advance("1 second")
       }))
       expect(attempt).toMatchObject({ ok: 0, responseStatus: null, error: "timed out after 15s", attemptedAt: 100 })
       const [delivery] = yield* deliveries

@@ -21,6 +21,12 @@ const emit = (type: EventType, surveyId: string) =>
 const typesOf = (received: ReadonlyArray<{ readonly body: string }>) =>
   received.map((r) => decodeAs(EventEnvelope, JSON.parse(r.body)).type).sort()
 
+/** Whether the fan-out has passed every event in the outbox (its cursor is at the last one). */
+const fannedOut = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ readonly done: number }>`SELECT CASE WHEN
+      (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks') >= (SELECT MAX(seq) FROM events)
+    THEN 1 ELSE 0 END AS done`).pipe(Effect.map((rows) => rows[0]?.done === 1), Effect.orDie)
+
 describe("event filters", () => {
   it.live("each webhook receives only the event types it names; webhook.test is never filtered", () =>
     Effect.gen(function*() {
@@ -41,6 +47,7 @@ describe("event filters", () => {
       yield* emit("survey.closed", "srv_main")
 
       // Fan-out applies the filter: once every delivery it made has arrived, nothing else is coming.
+      yield* eventually(fannedOut, (done) => done)
       yield* eventually(deliveries, (all) => all.length > 0 && all.every((d) => d.state === "delivered"))
       expect(yield* deliveries).toHaveLength(5)
       expect(typesOf(yield* defaults.received)).toEqual(["response.completed", "survey.closed"])

@@ -7,6 +7,7 @@ import { TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, get } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
+import { advance } from "./support/Advance.js"
 
 /** The outbox is polled hourly here, so that the clock moves only when the test moves it. */
 const world = WebhookWorld({ pollInterval: Duration.hours(1) })
@@ -37,7 +38,7 @@ const runOutRetries = Effect.gen(function*() {
     if (first === undefined) return
     const before = (yield* loggedAttempts).length
     const now = yield* TestClock.currentTimeMillis
-    yield* TestClock.adjust(Duration.millis(Math.max(0, first.nextAttemptAt - now)))
+    yield* advance(Duration.millis(Math.max(0, first.nextAttemptAt - now)))
     yield* eventually(loggedAttempts, (all) => all.length > before)
     yield* eventually(deliveries, (all) => all.every((d) => d.leaseUntil === 0))
   }
@@ -52,12 +53,12 @@ describe("automatic disable", () => {
       const target = yield* receiver(() => new Response("", { status, headers: { "retry-after": "36000" } }))
       const secret = yield* register(target.url, "srv_main")
       const first = yield* complete("srv_main")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(deliveries, (all) => all[0]?.attempts === 1 && all[0].leaseUntil === 0)
       // The first event waits for its retry; the second meets a receiver that is gone.
       status = 410
       yield* complete("srv_main", "ws_a", "rsp_2")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(loggedAttempts, (all) => all.length === 2)
       yield* eventually(deliveries, (all) => all.every((d) => d.leaseUntil === 0))
       const settings = yield* settingsOf("/api/v1/surveys/srv_main/webhook")
@@ -73,7 +74,7 @@ describe("automatic disable", () => {
 
       // New events are not queued for it.
       const third = yield* complete("srv_main", "ws_a", "rsp_3")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* fannedOutTo(yield* eventSeq(third.id))
       expect(yield* deliveries).toHaveLength(2)
       expect(yield* target.received).toHaveLength(2)
@@ -93,7 +94,7 @@ describe("automatic disable", () => {
       expect(registered.signingSecret).not.toBe(secret)
       expect((yield* settingsOf("/api/v1/surveys/srv_main/webhook")).disabledReason).toBeNull()
       const fourth = yield* complete("srv_main", "ws_a", "rsp_4")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       const log = yield* eventually(loggedAttempts, (all) => all.length === 3)
       expect(log[2]).toMatchObject({ eventId: fourth.id, ok: 1 })
     }).pipe(Effect.provide(world), Effect.scoped))
@@ -108,18 +109,18 @@ describe("automatic disable", () => {
 
       // A success at day 2 clears the record of the failures before it.
       yield* complete("srv_main")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* runOutRetries
-      yield* TestClock.adjust(Duration.millis(start + Duration.toMillis(Duration.days(2)) - (yield* TestClock.currentTimeMillis)))
+      yield* advance(Duration.millis(start + Duration.toMillis(Duration.days(2)) - (yield* TestClock.currentTimeMillis)))
       status = 200
       expect((yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })).body).toEqual({ delivered: true })
       status = 500
 
       // Failing from day 3: all eight attempts of an event (27.6 hours) fail, still enabled.
-      yield* TestClock.adjust("1 day")
+      yield* advance("1 day")
       const succeeded = (yield* loggedAttempts).length
       yield* complete("srv_main", "ws_a", "rsp_2")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* runOutRetries
       expect((yield* deliveries).map((d) => d.state)).toEqual(["given_up", "given_up"])
       expect(yield* settingsOf(path)).toMatchObject({ enabled: true, disabledReason: null })
@@ -127,14 +128,14 @@ describe("automatic disable", () => {
 
       // Just within five days of the first failure since the success: a failure keeps it enabled.
       const fiveDays = Duration.toMillis(Duration.days(5))
-      yield* TestClock.adjust(Duration.millis(failingSince + fiveDays - (yield* TestClock.currentTimeMillis)))
+      yield* advance(Duration.millis(failingSince + fiveDays - (yield* TestClock.currentTimeMillis)))
       expect((yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })).body).toEqual({ delivered: false })
       expect(yield* settingsOf(path)).toMatchObject({ enabled: true, disabledReason: null })
 
       // Past five days: the next failed attempt disables it.
-      yield* TestClock.adjust("1 millis")
+      yield* advance("1 millis")
       yield* complete("srv_main", "ws_a", "rsp_3")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(deliveries, (all) => all.length === 3 && all[2]?.state === "given_up")
       expect(yield* settingsOf(path)).toEqual({
         enabled: false,
@@ -178,7 +179,7 @@ describe("Retry-After", () => {
       })
       const attemptAt = (due: number, count: number) =>
         Effect.gen(function*() {
-          yield* TestClock.adjust(Duration.millis(due - (yield* TestClock.currentTimeMillis)))
+          yield* advance(Duration.millis(due - (yield* TestClock.currentTimeMillis)))
           const log = yield* eventually(loggedAttempts, (all) => all.length === count)
           yield* eventually(deliveries, (all) => all[0]?.leaseUntil === 0)
           // Never before the due time.
@@ -187,7 +188,7 @@ describe("Retry-After", () => {
 
       answers.push(new Response("", { status: 429, headers: { "retry-after": "3600" } }))
       yield* complete("srv_main")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(deliveries, (all) => all[0]?.attempts === 1 && all[0].leaseUntil === 0)
       // The schedule says 5 s; the receiver asked for an hour.
       const first = yield* nextWait

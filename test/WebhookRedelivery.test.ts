@@ -13,6 +13,7 @@ import { TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, ErrorCode } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
+import { advance } from "./support/Advance.js"
 
 /** The outbox is polled hourly here, so that the clock moves only when the test moves it. */
 const world = WebhookWorld({ pollInterval: Duration.hours(1) })
@@ -42,7 +43,7 @@ describe("redeliver one event", () => {
       const target = yield* receiver(() => new Response("", { status }))
       yield* register(target.url, "srv_main")
       const event = yield* emit("response.completed", "srv_main")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(target.received, (all) => all.length === 1)
       yield* settled
 
@@ -52,12 +53,12 @@ describe("redeliver one event", () => {
         body: JSON.stringify({ targetUrl: target.url, events: ["survey.closed"] })
       })
       const secret = bodyOf(Schema.Struct({ signingSecret: Schema.String }), registered).signingSecret
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       status = 500
       const res = yield* post(`/surveys/srv_main/webhook/events/${event.id}/redeliver`)
       expect(res.status).toBe(202)
       expect(bodyOf(Redelivery, res)).toEqual({ eventId: event.id, queued: true })
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       const [first, again] = yield* eventually(target.received, (all) => all.length === 2)
       if (first === undefined || again === undefined) return
       expect(again.body).toBe(first.body)
@@ -83,19 +84,19 @@ describe("redeliver one event", () => {
       const target = yield* receiver(() => new Response("", { status: 500 }))
       yield* register(target.url)
       const event = yield* emit("survey.published", "srv_draft")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       for (let attempt = 1; attempt <= 8; attempt++) {
         const [delivery] = yield* eventually(deliveries, (all) => all[0]?.attempts === attempt && all[0].leaseUntil === 0)
         if (delivery === undefined) return
         if (delivery.state === "pending") {
-          yield* TestClock.adjust(Duration.millis(delivery.nextAttemptAt - (yield* TestClock.currentTimeMillis)))
+          yield* advance(Duration.millis(delivery.nextAttemptAt - (yield* TestClock.currentTimeMillis)))
         }
       }
       expect((yield* deliveries)[0]?.state).toBe("given_up")
       const res = yield* post(`/webhooks/events/${event.id}/redeliver`)
       expect(bodyOf(Redelivery, res)).toEqual({ eventId: event.id, queued: true })
       const queuedAt = yield* TestClock.currentTimeMillis
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       const [delivery] = yield* eventually(deliveries, (all) => all[0]?.attempts === 1 && all[0].leaseUntil === 0)
       const log = yield* loggedAttempts
       const last = log[log.length - 1]
@@ -137,7 +138,7 @@ describe("redeliver one event", () => {
       expect((yield* post(`/surveys/srv_main/webhook/events/${mine.id}/redeliver`, undefined, TOKENS.limited)).status)
         .toBe(202)
       // Disabled (the receiver is gone): 400 and nothing queued.
-      yield* TestClock.adjust("1 day")
+      yield* advance("1 day")
       yield* eventually(loggedAttempts, (all) => all.length >= 1)
       yield* settled
       const before = yield* deliveries
@@ -145,7 +146,7 @@ describe("redeliver one event", () => {
       expect(yield* deliveries).toEqual(before)
       // The workspace webhook still works; past 30 days the event is gone.
       expect((yield* post(`/webhooks/events/${mine.id}/redeliver`)).status).toBe(202)
-      yield* TestClock.adjust("30 days")
+      yield* advance("30 days")
       expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`))).toEqual([404, "not_found"])
     }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })), Effect.scoped))
 })
@@ -191,27 +192,27 @@ describe("recover a window", () => {
     Effect.gen(function*() {
       let status = 200
       const target = yield* receiver(() => new Response("", { status }))
-      yield* TestClock.adjust("1 day")
+      yield* advance("1 day")
       const start = yield* TestClock.currentTimeMillis
       // Before the webhook existed: one event it receives, one it does not, one of another survey.
       const before = yield* emit("response.completed", "srv_main")
       yield* emit("response.created", "srv_main")
       yield* emit("response.completed", "srv_draft")
-      yield* TestClock.adjust("1 minute")
+      yield* advance("1 minute")
       yield* register(target.url, "srv_main")
       const delivered = yield* emit("survey.closed", "srv_main")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(target.received, (all) => all.length === 1)
       yield* settled
 
       // Gone: disabled; the next event is not queued for it.
       status = 410
       const gone = yield* emit("survey.published", "srv_main")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       yield* eventually(target.received, (all) => all.length === 2)
       yield* settled
       const missed = yield* emit("survey.closed", "srv_main")
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
 
       const recover = (body: unknown) => post("/surveys/srv_main/webhook/recover", body)
       expect((yield* recover({ since: toIso(start) })).status).toBe(400)
@@ -226,7 +227,7 @@ describe("recover a window", () => {
       expect(bodyOf(Recovery, res)).toEqual({ queued: 3 })
       // Right after, they are pending (or delivered): nothing more.
       expect(bodyOf(Recovery, yield* recover({ since: toIso(start) }))).toEqual({ queued: 0 })
-      yield* TestClock.adjust("1 hour")
+      yield* advance("1 hour")
       const received = yield* eventually(target.received, (all) => all.length === 5)
       const ids = received.slice(2).map((r) => r.headers["webhook-id"]).sort()
       expect(ids).toEqual([before.id, gone.id, missed.id].sort())
@@ -241,7 +242,7 @@ describe("recover a window", () => {
       const target = yield* receiver()
       yield* emit("survey.published", "srv_main")
       yield* register(target.url)
-      yield* TestClock.adjust("40 days")
+      yield* advance("40 days")
       const now = yield* TestClock.currentTimeMillis
       const day = Duration.toMillis(Duration.days(1))
       const cases: ReadonlyArray<readonly [unknown, string]> = [
@@ -286,18 +287,18 @@ describe("event retention", () => {
       yield* register(target.url)
       const old = yield* emit("survey.published", "srv_main")
       const older = yield* emit("survey.closed", "srv_main")
-      yield* TestClock.adjust("1 day")
+      yield* advance("1 day")
       yield* eventually(deliveries, (all) => all.length === 2 && all.every((d) => d.state === "delivered"))
-      yield* TestClock.adjust("28 days")
+      yield* advance("28 days")
       yield* purgeOnce
       const sql = yield* SqlClient.SqlClient
       const ids = sql<{ readonly id: string }>`SELECT id FROM events ORDER BY seq`.pipe(Effect.orDie)
       expect((yield* ids).map((e) => e.id)).toEqual([old.id, older.id])
       expect((yield* post(`/webhooks/events/${old.id}/redeliver`)).status).toBe(202)
-      yield* TestClock.adjust("1 day")
+      yield* advance("1 day")
       yield* eventually(deliveries, (all) => all.every((d) => d.state === "delivered"))
       // Past 30 days the periodic purge removes it with its finished delivery.
-      yield* TestClock.adjust("2 days")
+      yield* advance("2 days")
       yield* eventually(ids, (rows) => rows.length === 0)
       expect(yield* deliveries).toEqual([])
       expect((yield* post(`/webhooks/events/${old.id}/redeliver`)).status).toBe(404)

@@ -1,17 +1,19 @@
 import { DrainSettings } from "../src/Background/Drain.js"
-import { Database } from "bun:sqlite"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Layer, Logger, Queue, Scope, TestClock } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Logger, Queue, Scope, TestClock } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { AppConfig } from "../src/Config.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { Signer } from "../src/Webhooks/Signer.js"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
 import { WebhookRepo } from "../src/Webhooks/WebhookRepo.js"
+import { elsewhereRows } from "./support/Elsewhere.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
+import { advance, databaseQuiet } from "./support/Advance.js"
 
 
 /** A resolver that answers from a script, one answer per lookup, and counts the lookups. */
@@ -34,7 +36,7 @@ describe("URL policy at delivery time", () => {
       yield* register("https://rebind.example/hook")
       expect(dns.calls()).toBe(1)
       yield* complete("srv_main")
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       const [attempt] = yield* eventually(loggedAttempts, (all) => all.length === 1)
       expect(attempt).toMatchObject({ ok: 0, responseStatus: null, error: "rebind.example resolves to a non-public address" })
       // One lookup per attempt: the answer that was checked is the only one ever used.
@@ -52,7 +54,7 @@ describe("URL policy at delivery time", () => {
       const target = yield* receiver()
       yield* register(`http://hooks.internal.test:${target.port}/hook`)
       yield* complete("srv_main")
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       const [received] = yield* eventually(target.received, (all) => all.length === 1)
       expect(received?.host).toBe(`hooks.internal.test:${target.port}`)
       const [attempt] = yield* eventually(loggedAttempts, (all) => all.length === 1)
@@ -73,14 +75,16 @@ describe("supervision and durability", () => {
       const target = yield* receiver()
       yield* register(target.url)
       const sql = yield* SqlClient.SqlClient
+      // The start-up work (the purge's first run) is done before the table goes.
+      yield* databaseQuiet
       // Pull the cursor table away: the next round of the loop dies before it claims anything.
       yield* sql`ALTER TABLE outbox_cursors RENAME TO outbox_cursors_away`
       const event = yield* complete("srv_main")
       const start = yield* TestClock.currentTimeMillis
-      yield* TestClock.adjust("100 millis")
+      yield* advance("100 millis")
       expect(yield* Queue.take(failures)).toMatch(/^webhook delivery worker failed; restarting/)
       yield* sql`ALTER TABLE outbox_cursors_away RENAME TO outbox_cursors`
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       const [delivered] = yield* target.receivedAtLeast(1)
       expect(delivered?.headers["webhook-id"]).toBe(event.id)
       // The loop came back one restart delay after the failure, not before.
@@ -123,9 +127,9 @@ describe("supervision and durability", () => {
       yield* repo.fanOut(0, 100)
       const claimed = yield* repo.claim({ now: 0, free: 10, perWebhook: 10, inFlight: new Map(), leaseMillis: 30_000 })
       expect(claimed.map((c) => c.eventId)).toEqual([event.id])
-      yield* TestClock.adjust("29 seconds")
+      yield* advance("29 seconds")
       expect(claimedIn(yield* workerAsleep)).toBe(0)
-      yield* TestClock.adjust("1 second")
+      yield* advance("1 second")
       const [delivered] = yield* eventually(target.received, (all) => all.length === 1)
       expect(delivered?.headers["x-service-event-id"]).toBe(event.id)
       yield* eventually(deliveries, (all) => all[0]?.state === "delivered")
@@ -152,12 +156,11 @@ describe("supervision and durability", () => {
         expect(inFlight?.leaseUntil).toBeGreaterThan(0)
       }).pipe(Effect.provide(context))
       yield* Scope.close(scope, Exit.void)
-      const db = new Database(databasePath, { readonly: true })
-      const rows = db.query("SELECT state, attempts, lease_until AS leaseUntil FROM deliveries").all()
-      const attempts = db.query("SELECT COUNT(*) AS n FROM delivery_attempts").get()
-      db.close()
+      const afterwards = Effect.provideService(AppConfig, Context.get(context, AppConfig))
+      const rows = yield* afterwards(elsewhereRows("SELECT state, attempts, lease_until FROM deliveries"))
+      const attempts = yield* afterwards(elsewhereRows("SELECT COUNT(*) AS n FROM delivery_attempts"))
       expect(rows).toEqual([{ state: "pending", attempts: 0, leaseUntil: 0 }])
-      expect(attempts).toEqual({ n: 0 })
+      expect(attempts).toEqual([{ n: 0 }])
     }).pipe(Effect.scoped))
 })
 
@@ -179,13 +182,13 @@ describe("attempt log retention", () => {
           attemptedAt
         }).pipe(Effect.orDie)
       yield* attempt("evt_old", 0)
-      yield* TestClock.adjust("20 days")
+      yield* advance("20 days")
       yield* attempt("evt_recent", yield* TestClock.currentTimeMillis)
-      yield* TestClock.adjust("10 days")
+      yield* advance("10 days")
       expect((yield* loggedAttempts).map((a) => a.eventId)).toEqual(["evt_old", "evt_recent"])
-      yield* TestClock.adjust("1 day")
+      yield* advance("1 day")
       expect((yield* loggedAttempts).map((a) => a.eventId)).toEqual(["evt_recent"])
-      yield* TestClock.adjust("20 days")
+      yield* advance("20 days")
       expect(yield* loggedAttempts).toEqual([])
     }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })),
       Effect.scoped

@@ -599,11 +599,11 @@ const analyticsJson = (surveyId: string) => {
   const options = new Map<string, Map<string, { count: number; rankSum: number }>>()
   const numbers = new Map<string, Map<number, number>>()
   const reach = new Map<number, number>()
-  for (const row of analyticsSnapshot.values(surveyId) as Array<[number, string, string, number, number, number, number, number]>) {
-    const [kind, questionId, value, a, b, c, d, e] = row
+  for (const row of analyticsSnapshot.values(surveyId) as Array<[number, string, string, number, number, number, number, number, string]>) {
+    const [kind, questionId, value, a, b, c, d, e, f] = row
     if (kind === 5) {
       // id, type, position, deleted, options
-      questionRows.push({ id: questionId, type: value, position: a, deleted: b, options: String(c) })
+      questionRows.push({ id: questionId, type: value, position: a, deleted: b, options: f })
     } else if (kind === 0) {
       responseCount = a
       completedCount = b

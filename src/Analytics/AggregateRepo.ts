@@ -12,6 +12,7 @@ import {
   type QuestionDef,
   type ResponseInput
 } from "./Compute.js"
+import { positional } from "../Sql/Dialect.js"
 
 const chunk = 500
 
@@ -67,7 +68,7 @@ const foldCounters = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
       case 0:
         agg.responseCount = num(row, 3, "response_count")
         agg.completedCount = num(row, 4, "completed_count")
-        signature = text(row, 5, "signature")
+        signature = text(row, 2, "signature")
         break
       case 1:
         agg.reach.set(num(row, 3, "position"), num(row, 4, "count"))
@@ -101,7 +102,7 @@ const foldCounters = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
           type: oneOf(row, 2, "type", StoredQuestionType.literals),
           position: num(row, 3, "position"),
           deleted: num(row, 4, "deleted") !== 0,
-          options: parseStoredOptions(text(row, 5, "options"))
+          options: parseStoredOptions(text(row, 8, "options"))
         })
         break
     }
@@ -138,30 +139,31 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
 
     /** The stored counters of one survey and the layout signature they were built against. */
     const load = (surveyId: string) =>
-      Effect.map(sql.unsafe(storedCountersSql, [surveyId]).values, (rows) => foldCounters(rows).stored)
+      Effect.map(sql.unsafe(positional(sql, storedCountersSql), [surveyId]).values, (rows) => foldCounters(rows).stored)
 
     /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
     const addDelta = (surveyId: string, delta: Aggregates, signature: string) =>
       Effect.gen(function*() {
         yield* sql`INSERT INTO analytics_surveys (survey_id, response_count, completed_count, signature)
           VALUES (${surveyId}, ${delta.responseCount}, ${delta.completedCount}, ${signature})
-          ON CONFLICT (survey_id) DO UPDATE SET response_count = response_count + excluded.response_count,
-            completed_count = completed_count + excluded.completed_count, signature = excluded.signature`
+          ON CONFLICT (survey_id) DO UPDATE SET response_count = analytics_surveys.response_count + excluded.response_count,
+            completed_count = analytics_surveys.completed_count + excluded.completed_count, signature = excluded.signature`
         const reach = [...delta.reach].filter(([, count]) => count !== 0)
           .map(([position, count]) => ({ surveyId, position, count }))
         for (const rows of Arr.chunksOf(reach, chunk)) {
           yield* sql`INSERT INTO analytics_reach ${sql.insert(rows)}
-            ON CONFLICT (survey_id, position) DO UPDATE SET count = count + excluded.count`
+            ON CONFLICT (survey_id, position) DO UPDATE SET count = analytics_reach.count + excluded.count`
         }
         const questions = [...delta.questions].filter(([, q]) =>
           q.answered !== 0 || q.textCount !== 0 || q.numericCount !== 0 || q.numericSum !== 0 || q.numericSumSquares !== 0
         ).map(([questionId, q]) => ({ surveyId, questionId, ...q }))
         for (const rows of Arr.chunksOf(questions, chunk)) {
           yield* sql`INSERT INTO analytics_questions ${sql.insert(rows)}
-            ON CONFLICT (survey_id, question_id) DO UPDATE SET answered = answered + excluded.answered,
-              text_count = text_count + excluded.text_count, numeric_count = numeric_count + excluded.numeric_count,
-              numeric_sum = numeric_sum + excluded.numeric_sum,
-              numeric_sum_squares = numeric_sum_squares + excluded.numeric_sum_squares`
+            ON CONFLICT (survey_id, question_id) DO UPDATE SET answered = analytics_questions.answered + excluded.answered,
+              text_count = analytics_questions.text_count + excluded.text_count,
+              numeric_count = analytics_questions.numeric_count + excluded.numeric_count,
+              numeric_sum = analytics_questions.numeric_sum + excluded.numeric_sum,
+              numeric_sum_squares = analytics_questions.numeric_sum_squares + excluded.numeric_sum_squares`
         }
         const options = [...delta.options].flatMap(([questionId, map]) =>
           [...map].filter(([, o]) => o.count !== 0 || o.rankSum !== 0)
@@ -169,15 +171,15 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         )
         for (const rows of Arr.chunksOf(options, chunk)) {
           yield* sql`INSERT INTO analytics_options ${sql.insert(rows)}
-            ON CONFLICT (survey_id, question_id, value) DO UPDATE SET count = count + excluded.count,
-              rank_sum = rank_sum + excluded.rank_sum`
+            ON CONFLICT (survey_id, question_id, value) DO UPDATE SET count = analytics_options.count + excluded.count,
+              rank_sum = analytics_options.rank_sum + excluded.rank_sum`
         }
         const numbers = [...delta.numbers].flatMap(([questionId, map]) =>
           [...map].filter(([, count]) => count !== 0).map(([num, count]) => ({ surveyId, questionId, num, count }))
         )
         for (const rows of Arr.chunksOf(numbers, chunk)) {
           yield* sql`INSERT INTO analytics_numbers ${sql.insert(rows)}
-            ON CONFLICT (survey_id, question_id, num) DO UPDATE SET count = count + excluded.count`
+            ON CONFLICT (survey_id, question_id, num) DO UPDATE SET count = analytics_numbers.count + excluded.count`
         }
         // A question nobody answers any more starts again from exact zeros (no floating-point residue).
         if (reach.length > 0) yield* sql`DELETE FROM analytics_reach WHERE survey_id = ${surveyId} AND count = 0`
@@ -257,13 +259,14 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
 
     const saveContributions = (rows: ReadonlyArray<StoredContribution>) =>
       Effect.forEach(Arr.chunksOf(rows, chunk), (part) =>
-        sql`INSERT OR REPLACE INTO analytics_contributions ${
+        sql`INSERT INTO analytics_contributions ${
           sql.insert(part.map((r) => ({
             responseId: r.responseId,
             surveyId: r.surveyId,
             contribution: JSON.stringify(r.contribution)
           })))
-        }`, { discard: true })
+        } ON CONFLICT (response_id) DO UPDATE SET survey_id = excluded.survey_id,
+          contribution = excluded.contribution`, { discard: true })
 
     const deleteContributions = (ids: ReadonlyArray<string>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
@@ -288,7 +291,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       pg: () => sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1 FOR UPDATE`,
       orElse: () => sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`
     }).pipe(Effect.map((rows) => rows[0]?.seq ?? 0))
-    const setPosition = (seq: number) => sql`UPDATE analytics_position SET seq = MAX(seq, ${seq}) WHERE id = 1`
+    const setPosition = (seq: number) => sql`UPDATE analytics_position SET seq = ${seq} WHERE id = 1 AND seq < ${seq}`
     const latestChange = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM response_changes`.pipe(
       Effect.map((rows) => rows[0]?.seq ?? 0)
     )

@@ -76,8 +76,11 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       yield* repo.setPosition(upTo)
       yield* repo.pruneChanges(upTo)
       // A full rebuild writes a contribution per response: fold the write-ahead log back into the
-      // database now rather than on the next small commit of a running server.
-      yield* sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)")
+      // database now rather than on the next small commit of a running server (SQLite only).
+      yield* sql.onDialectOrElse({
+        pg: () => Effect.void,
+        orElse: () => sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)")
+      })
       return { surveys: ids.length, responses }
     })
 

@@ -10,16 +10,26 @@ import { FixtureInvalid, importFixtureInput } from "../Fixtures/Import.js"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Http/JsonBody.js"
 import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
 
-const db = Options.text("db").pipe(
-  Options.withDescription("SQLite database file (overrides DATABASE_PATH)"),
-  Options.optional
-)
+/** Where the data lives: `--db` (SQLite file) or `--database-url` (PostgreSQL), over the environment. */
+const db = Options.all({
+  path: Options.text("db").pipe(
+    Options.withDescription("SQLite database file (overrides DATABASE_PATH)"),
+    Options.optional
+  ),
+  url: Options.text("database-url").pipe(
+    Options.withDescription("PostgreSQL database, postgres://… (overrides DATABASE_URL; then --db is not used)"),
+    Options.optional
+  )
+})
 const port = Options.integer("port").pipe(Options.withDescription("Port to listen on (overrides PORT)"), Options.optional)
 
 /** Runs an operator command against the configured, migrated database. */
-const withDatabase = <A, E, R>(dbPath: Option.Option<string>, effect: Effect.Effect<A, E, R>) =>
+const withDatabase = <A, E, R>(
+  database: { readonly path: Option.Option<string>; readonly url: Option.Option<string> },
+  effect: Effect.Effect<A, E, R>
+) =>
   Effect.gen(function*() {
-    const settings = yield* AppConfig.fromEnv({ databasePath: dbPath })
+    const settings = yield* AppConfig.fromEnv({ databasePath: database.path, databaseUrl: database.url })
     return yield* effect.pipe(Effect.provide(CoreFor(settings)), Effect.provide(LoggingLive(settings)))
   })
 
@@ -27,7 +37,7 @@ const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pi
   Options.withDescription("Seed the demo workspace when missing and print an editor and a viewer key")
 ) }, ({ db, demo, port }) =>
   Effect.gen(function*() {
-    const settings = yield* AppConfig.fromEnv({ port, databasePath: db })
+    const settings = yield* AppConfig.fromEnv({ port, databasePath: db.path, databaseUrl: db.url })
     const program = Effect.gen(function*() {
       if (demo) {
         const seed = yield* seedDemo()

@@ -8,7 +8,7 @@ import {
 import { Cause, Effect, Metric, MetricLabel, Option } from "effect"
 import type { Drain } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
-import { isSqliteBusy } from "../Sql/Busy.js"
+import { isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
 import { requestIdOf } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
@@ -28,6 +28,12 @@ const unhandled = (request: HttpServerRequest.HttpServerRequest) => (cause: Caus
     return Effect.as(
       Effect.logWarning("database busy", cause),
       errorJson(503, "service_unavailable", "The service is busy; nothing changed and the request may be retried.")
+    )
+  }
+  if (isPgUnavailable(squashed)) {
+    return Effect.as(
+      Effect.logWarning("database unavailable", cause),
+      errorJson(503, "service_unavailable", "The database cannot be reached; the request may be retried.")
     )
   }
   return Effect.as(

@@ -3,7 +3,7 @@ import { Database } from "bun:sqlite"
 import { Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
-import { isSqliteBusy } from "../Sql/Busy.js"
+import { isDatabaseUnavailable, isSqliteBusy } from "../Sql/Busy.js"
 import { num } from "../Sql/Rows.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
@@ -102,7 +102,7 @@ export const UsageStoreSql = Layer.effect(
     const lastPruned = new Map<string, number>()
 
     const busyOrDie = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-      Effect.catchAll(effect, (error) => isSqliteBusy(error) ? Effect.fail(busy()) : Effect.die(error))
+      Effect.catchAll(effect, (error) => isDatabaseUnavailable(error) ? Effect.fail(busy()) : Effect.die(error))
 
     const dayCount = SqlSchema.findOne({
       Request: Schema.Struct({ accountId: Schema.String, day: Schema.String }),

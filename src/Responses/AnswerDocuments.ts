@@ -2,6 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { text } from "../Sql/Rows.js"
 import { answersByResponse, answersJson } from "./AnswerWire.js"
+import { positional } from "../Sql/Dialect.js"
 
 /**
  * Each response row carries its answers rendered in wire form (`responses.answers_json`, the JSON
@@ -79,10 +80,10 @@ export const refreshAnswerDocuments = (sql: SqlClient.SqlClient, ids: ReadonlyAr
       }
       const tuples = Array.from({ length: found.size }, () => "(?, ?)").join(", ")
       yield* sql.unsafe(
-        `WITH rendered (id, answers_json) AS (VALUES ${tuples})
+        positional(sql, `WITH rendered (id, answers_json) AS (VALUES ${tuples})
          UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout
          FROM rendered, surveys s
-         WHERE responses.id = rendered.id AND s.id = responses.survey_id`,
+         WHERE responses.id = rendered.id AND s.id = responses.survey_id`),
         params
       )
     }

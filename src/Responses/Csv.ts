@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { ResponseStatusFilter } from "../Domain/Response.js"
 import { csvLine, type CsvQuestion, headerOf, isFreeText, rowLine } from "./CsvText.js"
+import { positional } from "../Sql/Dialect.js"
 
 /**
  * The CSV export of decisions §6: RFC 4180 (comma, CRLF, quotes doubled), UTF-8 without BOM,
@@ -59,8 +60,8 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
 
   const page = (after: Option.Option<Position>) =>
     Option.match(after, {
-      onNone: () => sql.unsafe(first, baseParams).values,
-      onSome: (p) => sql.unsafe(next, [...baseParams, p.createdAt, p.id]).values
+      onNone: () => sql.unsafe(positional(sql, first), baseParams).values,
+      onSome: (p) => sql.unsafe(positional(sql, next), [...baseParams, p.createdAt, p.id]).values
     }).pipe(Effect.orDie)
 
   let sinceCollection = 0

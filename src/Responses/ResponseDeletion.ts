@@ -97,7 +97,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
           yield* sql`DELETE FROM responses WHERE id IN ${sql.in(part)}`
         }
         for (const [surveyId, rows] of Object.entries(Arr.groupBy(doomed, (d) => d.surveyId))) {
-          yield* sql`UPDATE surveys SET response_count = MAX(0, response_count - ${rows.length}) WHERE id = ${surveyId}`
+          yield* sql`UPDATE surveys SET response_count = CASE WHEN response_count > ${rows.length} THEN response_count - ${rows.length} ELSE 0 END WHERE id = ${surveyId}`
         }
         for (const d of doomed) {
           yield* outbox.append({

@@ -1,8 +1,38 @@
 import { SqlError } from "@effect/sql"
 
-/** True when SQLite gave up waiting for a lock held by another connection (SQLITE_BUSY*). */
-export const isSqliteBusy = (error: unknown): boolean => {
+const codeOf = (error: unknown): string | undefined => {
   const cause = error instanceof SqlError.SqlError ? error.cause : error
-  return typeof cause === "object" && cause !== null && "code" in cause &&
-    typeof cause.code === "string" && cause.code.startsWith("SQLITE_BUSY")
+  return typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+    ? cause.code
+    : undefined
 }
+
+/** True when SQLite gave up waiting for a lock held by another connection (SQLITE_BUSY*). */
+export const isSqliteBusy = (error: unknown): boolean => codeOf(error)?.startsWith("SQLITE_BUSY") === true
+
+/**
+ * True when PostgreSQL could not be reached or the connection was lost: refused or timed-out
+ * connections, a server shutting down or starting (class 57P), connection exceptions (class
+ * 08), too many connections (53300). Such a request changed nothing that was acknowledged
+ * and may be retried once the database is back.
+ */
+export const isPgUnavailable = (error: unknown): boolean => {
+  const code = codeOf(error)
+  if (code !== undefined) {
+    if (code.startsWith("08") || code.startsWith("57P") || code === "53300") return true
+    if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|ConnectionRefused)$/.test(code)) {
+      return true
+    }
+  }
+  if (error instanceof SqlError.SqlError) {
+    if (error.message.startsWith("Failed to acquire connection") || error.message === "Connection error") return true
+    const cause = error.cause
+    if (cause instanceof Error && /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended/i.test(cause.message)) {
+      return true
+    }
+  }
+  return false
+}
+
+/** The database cannot answer now (busy or unreachable); the request may be retried. */
+export const isDatabaseUnavailable = (error: unknown): boolean => isSqliteBusy(error) || isPgUnavailable(error)

@@ -3,6 +3,7 @@ import { SqlClient, type SqlConnection, type SqlError } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.js"
+import { dialectOf, toNumbered } from "./Dialect.js"
 
 export type ValueRows = ReadonlyArray<ReadonlyArray<unknown>>
 
@@ -23,11 +24,20 @@ export const placeholders = (count: number): string =>
  * Inside a transaction a read goes to the transaction's connection, so a write path still reads
  * its own writes. An in-memory database cannot be opened twice: there every read takes the
  * shared connection as a statement would.
+ *
+ * On PostgreSQL there is no such connection: reads go through the pool like every statement
+ * (the texts' `?` placeholders numbered as PostgreSQL expects).
  */
 export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
     const shared = yield* SqlClient.SqlClient
+
+    if (dialectOf(shared) === "pg") {
+      const values = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
+        shared.unsafe(toNumbered(text), params).values
+      return { values } as const
+    }
 
     const own: Option.Option<SqlConnection.Connection> = config.databasePath === ":memory:"
       ? Option.none()

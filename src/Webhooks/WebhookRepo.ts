@@ -64,7 +64,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       Result: WebhookRow,
       execute: ({ surveyId, workspaceId }) =>
         sql`SELECT id, workspace_id, survey_id, target_url, secret, disabled_reason FROM webhooks
-            WHERE workspace_id = ${workspaceId} AND IFNULL(survey_id, '') = ${surveyId ?? ""}`
+            WHERE workspace_id = ${workspaceId} AND COALESCE(survey_id, '') = ${surveyId ?? ""}`
     })
 
     const eventTypesOf = SqlSchema.findAll({
@@ -108,7 +108,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
           // Events already in the outbox predate this webhook and are not sent to it.
           yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
                      SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
-                            IFNULL(MAX(seq), 0), ${now}, ${now} FROM events`
+                            COALESCE(MAX(seq), 0), ${now}, ${now} FROM events`
         }
         yield* sql`INSERT INTO webhook_event_types ${
           sql.insert(input.events.map((eventType) => ({ webhookId: id, eventType })))

@@ -13,7 +13,7 @@ const Stored = Schema.Struct({
 export const storedRendering = (responseId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql`SELECT r.answers_json, (r.answers_layout IS s.answer_layout) AS current
+    const rows = yield* sql`SELECT r.answers_json, CASE WHEN r.answers_layout = s.answer_layout THEN 1 ELSE 0 END AS current
       FROM responses r JOIN surveys s ON s.id = r.survey_id WHERE r.id = ${responseId}`
     const row = rows[0]
     if (row === undefined) return yield* Effect.dieMessage(`no response ${responseId}`)

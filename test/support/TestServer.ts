@@ -1,6 +1,9 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Effect, Layer, Schema } from "effect"
+import { SqlClient, type SqlError } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted, Schema } from "effect"
+import { createHash, randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -8,13 +11,72 @@ import { type CoreParts, makeCore, makeServe, type ServeParts } from "../../src/
 import { AppConfig, type AppSettings } from "../../src/Config.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
 import { importFixtureInput } from "../../src/Fixtures/Import.js"
+import { pgClientOptions } from "../../src/Sql/Database.js"
+import { templateDatabase } from "./PostgresCluster.js"
+
+/** Which database the test layers run on: `TEST_DATABASE=postgres` selects PostgreSQL (vitest.config.ts). */
+export const testDatabase: "sqlite" | "postgres" = process.env.TEST_DATABASE === "postgres" ? "postgres" : "sqlite"
+
+/** The throwaway cluster's base URL (test/support/PostgresCluster.ts), without a database name. */
+export const postgresBaseUrl = (): string => {
+  const url = process.env.TEST_POSTGRES_URL
+  if (url === undefined || url === "") {
+    throw new Error("TEST_DATABASE=postgres needs the cluster that test/support/PostgresCluster.ts starts")
+  }
+  return url
+}
+
+const onAdmin = (statement: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (admin) => admin.unsafe(statement)).pipe(
+    Effect.provide(PgClient.layerFromPool(pgClientOptions(Redacted.make(`${postgresBaseUrl()}/postgres`)))),
+    Effect.asVoid
+  )
+
+/** Creating a database that another layer created first is not a failure. */
+const alreadyThere = (error: SqlError.SqlError) => {
+  const cause = error.cause
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+  return code === "42P04" || code === "23505"
+}
+
+let created = 0
 
 /**
- * A database file of its own in a temporary directory, removed afterwards: the service's reads
- * take a second connection to the file (src/Sql/Reader.ts), as in production.
+ * A PostgreSQL database copied from the migrated template. Named by `shared`, it is the same
+ * database for every layer naming it (as two layers share one SQLite file) and is left for the
+ * cluster's end; otherwise it is the test's own and dropped afterwards.
  */
-const TemporaryConfig = (settings: Partial<AppSettings>) =>
-  settings.databasePath !== undefined
+export const postgresDatabase = (shared?: string) =>
+  Effect.gen(function*() {
+    const name = shared !== undefined
+      ? `s_${createHash("sha256").update(shared).digest("hex").slice(0, 24)}`
+      : `t_${process.pid}_${++created}_${randomBytes(4).toString("hex")}`
+    yield* onAdmin(`CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`).pipe(
+      Effect.catchIf(alreadyThere, () => Effect.void)
+    )
+    if (shared === undefined) {
+      yield* Effect.addFinalizer(() => onAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.orDie))
+    }
+    return `${postgresBaseUrl()}/${name}`
+  }).pipe(Effect.orDie)
+
+/**
+ * A database of its own, removed afterwards. On SQLite a file in a temporary directory: the
+ * service's reads take a second connection to the file (src/Sql/Reader.ts), as in production.
+ * On PostgreSQL a database of the test cluster; a `databasePath` then names a database shared
+ * by every layer that names it. A `databaseUrl` given by the test is used as it is.
+ */
+export const TestConfig = (settings: Partial<AppSettings>) => {
+  if (settings.databaseUrl !== undefined) return AppConfig.layerTest(settings)
+  if (testDatabase === "postgres") {
+    const shared = settings.databasePath === undefined || settings.databasePath === ":memory:"
+      ? undefined
+      : settings.databasePath
+    return Layer.unwrapScoped(
+      Effect.map(postgresDatabase(shared), (url) => AppConfig.layerTest({ ...settings, databaseUrl: Redacted.make(url) }))
+    )
+  }
+  return settings.databasePath !== undefined
     ? AppConfig.layerTest(settings)
     : Layer.unwrapScoped(
       Effect.map(
@@ -25,6 +87,7 @@ const TemporaryConfig = (settings: Partial<AppSettings>) =>
         (dir) => AppConfig.layerTest({ ...settings, databasePath: join(dir, "survey.db") })
       )
     )
+}
 
 /** Parts of the production graph a test replaces (src/App.ts), and the test server itself. */
 export interface TestParts extends Partial<CoreParts>, Partial<ServeParts> {
@@ -44,7 +107,7 @@ export const bunTestServer = (options: { readonly idleTimeout: number }) =>
  * seeded with a fixture, with `parts` swapped in.
  */
 export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}, parts: TestParts = {}) => {
-  const base = makeCore(parts).pipe(Layer.provideMerge(TemporaryConfig(settings)))
+  const base = makeCore(parts).pipe(Layer.provideMerge(TestConfig(settings)))
   return fixture === undefined
     ? base
     : Layer.effectDiscard(importFixtureInput(fixture).pipe(Effect.orDie)).pipe(Layer.provideMerge(base))

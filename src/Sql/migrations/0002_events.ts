@@ -1,10 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddlOf } from "../Ddl.js"
 
 /** The event outbox: written in the same transaction as the change that causes the event. */
 export default Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE events (
+  const ddl = ddlOf(yield* SqlClient.SqlClient)
+  yield* ddl`CREATE TABLE events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     type TEXT NOT NULL,
@@ -13,5 +14,5 @@ export default Effect.gen(function*() {
     payload TEXT NOT NULL,
     created_at TEXT NOT NULL
   )`
-  yield* sql`CREATE INDEX events_by_survey ON events (survey_id, seq)`
+  yield* ddl`CREATE INDEX events_by_survey ON events (survey_id, seq)`
 })

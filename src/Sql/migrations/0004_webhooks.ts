@@ -1,5 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddlOf } from "../Ddl.js"
+import { dialectOf } from "../Dialect.js"
 
 /**
  * Webhooks: one endpoint per survey and one per workspace, the deliveries that fan out
@@ -7,8 +9,9 @@ import { Effect } from "effect"
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const ddl = ddlOf(sql)
   // survey_id NULL = the workspace webhook. since_seq: events up to it predate the webhook.
-  yield* sql`CREATE TABLE webhooks (
+  yield* ddl`CREATE TABLE webhooks (
     id TEXT PRIMARY KEY,
     workspace_id TEXT NOT NULL REFERENCES workspaces (id),
     survey_id TEXT REFERENCES surveys (id),
@@ -18,9 +21,9 @@ export default Effect.gen(function*() {
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
   )`
-  yield* sql`CREATE UNIQUE INDEX webhooks_by_scope ON webhooks (workspace_id, IFNULL(survey_id, ''))`
+  yield* ddl`CREATE UNIQUE INDEX webhooks_by_scope ON webhooks (workspace_id, IFNULL(survey_id, ''))`
   // One row per event per webhook; times in epoch milliseconds so the due query compares numbers.
-  yield* sql`CREATE TABLE deliveries (
+  yield* ddl`CREATE TABLE deliveries (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     event_seq INTEGER NOT NULL REFERENCES events (seq),
     event_id TEXT NOT NULL,
@@ -32,10 +35,10 @@ export default Effect.gen(function*() {
     created_at INTEGER NOT NULL,
     UNIQUE (event_seq, webhook_id)
   )`
-  yield* sql`CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending'`
-  yield* sql`CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id, next_attempt_at) WHERE state = 'pending'`
-  yield* sql`CREATE INDEX deliveries_leased ON deliveries (lease_until) WHERE state = 'pending'`
-  yield* sql`CREATE TABLE delivery_attempts (
+  yield* ddl`CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending'`
+  yield* ddl`CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id, next_attempt_at) WHERE state = 'pending'`
+  yield* ddl`CREATE INDEX deliveries_leased ON deliveries (lease_until) WHERE state = 'pending'`
+  yield* ddl`CREATE TABLE delivery_attempts (
     id TEXT PRIMARY KEY,
     delivery_id INTEGER,
     scope TEXT NOT NULL CHECK (scope IN ('survey', 'workspace')),
@@ -48,14 +51,19 @@ export default Effect.gen(function*() {
     error TEXT,
     attempted_at INTEGER NOT NULL
   )`
-  yield* sql`CREATE INDEX delivery_attempts_by_workspace ON delivery_attempts (workspace_id, scope, attempted_at)`
-  yield* sql`CREATE INDEX delivery_attempts_by_survey ON delivery_attempts (survey_id, scope, attempted_at)`
-  yield* sql`CREATE INDEX delivery_attempts_by_age ON delivery_attempts (attempted_at)`
+  // Attempts list newest first, ties in insertion order: SQLite's rowid; PostgreSQL has none, so
+  // there a column of that name counts the insertions and the statements read the same.
+  if (dialectOf(sql) === "pg") {
+    yield* sql`ALTER TABLE delivery_attempts ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY`
+  }
+  yield* ddl`CREATE INDEX delivery_attempts_by_workspace ON delivery_attempts (workspace_id, scope, attempted_at)`
+  yield* ddl`CREATE INDEX delivery_attempts_by_survey ON delivery_attempts (survey_id, scope, attempted_at)`
+  yield* ddl`CREATE INDEX delivery_attempts_by_age ON delivery_attempts (attempted_at)`
   // How far the fan-out has followed the outbox. Starts at the current end: history is not replayed.
-  yield* sql`CREATE TABLE outbox_cursors (
+  yield* ddl`CREATE TABLE outbox_cursors (
     name TEXT PRIMARY KEY,
     last_seq INTEGER NOT NULL
   )`
-  yield* sql`INSERT INTO outbox_cursors (name, last_seq)
+  yield* ddl`INSERT INTO outbox_cursors (name, last_seq)
     SELECT 'webhooks', IFNULL(MAX(seq), 0) FROM events`
 })

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddlOf } from "../Ddl.js"
 
 /**
  * Stored aggregates behind GET /surveys/{id}/analytics, kept current by the aggregator.
@@ -8,29 +9,29 @@ import { Effect } from "effect"
  * the former per response.
  */
 export default Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const ddl = ddlOf(yield* SqlClient.SqlClient)
   // How far the aggregator has followed response_changes (one row).
-  yield* sql`CREATE TABLE analytics_position (
+  yield* ddl`CREATE TABLE analytics_position (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     seq INTEGER NOT NULL
   )`
-  yield* sql`INSERT INTO analytics_position (id, seq) VALUES (1, 0)`
+  yield* ddl`INSERT INTO analytics_position (id, seq) VALUES (1, 0)`
   // Per survey; `signature` names the question layout the counters were built against,
   // so a change of positions, types or deletions triggers a rebuild of that survey.
-  yield* sql`CREATE TABLE analytics_surveys (
+  yield* ddl`CREATE TABLE analytics_surveys (
     survey_id TEXT PRIMARY KEY,
     response_count INTEGER NOT NULL DEFAULT 0,
     completed_count INTEGER NOT NULL DEFAULT 0,
     signature TEXT NOT NULL DEFAULT ''
   )`
   // Incomplete responses by the furthest position they answered: "reached" counts.
-  yield* sql`CREATE TABLE analytics_reach (
+  yield* ddl`CREATE TABLE analytics_reach (
     survey_id TEXT NOT NULL,
     position INTEGER NOT NULL,
     count INTEGER NOT NULL,
     PRIMARY KEY (survey_id, position)
   ) WITHOUT ROWID`
-  yield* sql`CREATE TABLE analytics_questions (
+  yield* ddl`CREATE TABLE analytics_questions (
     survey_id TEXT NOT NULL,
     question_id TEXT NOT NULL,
     answered INTEGER NOT NULL,
@@ -41,7 +42,7 @@ export default Effect.gen(function*() {
     PRIMARY KEY (survey_id, question_id)
   ) WITHOUT ROWID`
   // Respondents per option value (checkbox, scale, sort) and the sum of 1-based ranks (sort).
-  yield* sql`CREATE TABLE analytics_options (
+  yield* ddl`CREATE TABLE analytics_options (
     survey_id TEXT NOT NULL,
     question_id TEXT NOT NULL,
     value TEXT NOT NULL,
@@ -50,7 +51,7 @@ export default Effect.gen(function*() {
     PRIMARY KEY (survey_id, question_id, value)
   ) WITHOUT ROWID`
   // Exact per-value counts of numeric answers (number, scale): min, max and median.
-  yield* sql`CREATE TABLE analytics_numbers (
+  yield* ddl`CREATE TABLE analytics_numbers (
     survey_id TEXT NOT NULL,
     question_id TEXT NOT NULL,
     num REAL NOT NULL,
@@ -58,10 +59,10 @@ export default Effect.gen(function*() {
     PRIMARY KEY (survey_id, question_id, num)
   ) WITHOUT ROWID`
   // What each response currently contributes (JSON), so that a later change subtracts it exactly.
-  yield* sql`CREATE TABLE analytics_contributions (
+  yield* ddl`CREATE TABLE analytics_contributions (
     response_id TEXT PRIMARY KEY,
     survey_id TEXT NOT NULL,
     contribution TEXT NOT NULL
   ) WITHOUT ROWID`
-  yield* sql`CREATE INDEX analytics_contributions_by_survey ON analytics_contributions (survey_id)`
+  yield* ddl`CREATE INDEX analytics_contributions_by_survey ON analytics_contributions (survey_id)`
 })

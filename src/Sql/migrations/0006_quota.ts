@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddlOf } from "../Ddl.js"
 
 /**
  * Request quota counters per account (the key's creator).
@@ -8,14 +9,14 @@ import { Effect } from "effect"
  * so that the window is exact after a restart; rows older than the window are pruned.
  */
 export default Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE usage_daily (
+  const ddl = ddlOf(yield* SqlClient.SqlClient)
+  yield* ddl`CREATE TABLE usage_daily (
     account_id TEXT NOT NULL,
     day TEXT NOT NULL,
     count INTEGER NOT NULL,
     PRIMARY KEY (account_id, day)
   ) WITHOUT ROWID`
-  yield* sql`CREATE TABLE usage_burst (
+  yield* ddl`CREATE TABLE usage_burst (
     account_id TEXT NOT NULL,
     at_ms INTEGER NOT NULL,
     count INTEGER NOT NULL,

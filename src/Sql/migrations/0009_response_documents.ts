@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { refreshAnswerDocuments } from "../../Responses/AnswerDocuments.js"
+import { dialectOf } from "../Dialect.js"
 
 /**
  * The read path's layout (docs/performance.md): responses clustered by
@@ -14,9 +15,14 @@ import { refreshAnswerDocuments } from "../../Responses/AnswerDocuments.js"
  * deletes its children's rows through `ON DELETE CASCADE` when foreign keys are on, and that
  * pragma cannot be changed inside the migration's transaction. The new tables reference the new
  * parent, and renaming the parent renames those references.
+ *
+ * PostgreSQL has no clustered tables: there `responses` keeps its primary key on `id`, the
+ * keyset order is the index `responses_by_created` of 0001, and only the columns and the
+ * triggers are added (trigger functions: PostgreSQL's triggers call a function).
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  if (dialectOf(sql) === "pg") return yield* onPostgres
 
   // Any other table referencing responses would lose its rows with the old table: refuse.
   const children = yield* sql<{ readonly name: string }>`
@@ -100,7 +106,13 @@ export default Effect.gen(function*() {
   const failures = yield* sql`PRAGMA foreign_key_check`
   if (failures.length > 0) return yield* Effect.die(new Error("0009: foreign keys broken by the rebuild"))
 
-  // Render the stored responses, in batches by id.
+  yield* renderStored
+})
+
+/** Renders the stored responses, in batches by id. */
+const renderStored = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
   let after = ""
   while (true) {
     const ids = yield* sql<{ readonly id: string }>`SELECT id FROM responses WHERE id > ${after} ORDER BY id LIMIT 2000`
@@ -109,4 +121,44 @@ export default Effect.gen(function*() {
     yield* refreshAnswerDocuments(sql, ids.map((r) => r.id))
     after = last.id
   }
+})
+
+const onPostgres = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE surveys ADD COLUMN answer_layout BIGINT NOT NULL DEFAULT 0`
+  yield* sql`ALTER TABLE responses ADD COLUMN answers_json TEXT, ADD COLUMN answers_layout BIGINT`
+
+  // A rendering is cleared whenever any answer of its response changes.
+  yield* sql.unsafe(`CREATE FUNCTION answers_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_OP <> 'INSERT' THEN
+        UPDATE responses SET answers_json = NULL, answers_layout = NULL
+        WHERE id = OLD.response_id AND answers_layout IS NOT NULL;
+      END IF;
+      IF TG_OP <> 'DELETE' THEN
+        UPDATE responses SET answers_json = NULL, answers_layout = NULL
+        WHERE id = NEW.response_id AND answers_layout IS NOT NULL;
+      END IF;
+      RETURN NULL;
+    END $$`)
+  yield* sql`CREATE TRIGGER answers_changed AFTER INSERT OR UPDATE OR DELETE ON answers
+    FOR EACH ROW EXECUTE FUNCTION answers_changed()`
+
+  // The question changes that move the survey's answer_layout, as on SQLite above.
+  yield* sql.unsafe(`CREATE FUNCTION questions_layout() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_OP = 'INSERT' THEN
+        UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id = NEW.survey_id;
+      ELSIF TG_OP = 'DELETE' THEN
+        UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id = OLD.survey_id;
+      ELSIF OLD.survey_id IS DISTINCT FROM NEW.survey_id OR OLD.type IS DISTINCT FROM NEW.type
+        OR OLD.position IS DISTINCT FROM NEW.position OR OLD.deleted IS DISTINCT FROM NEW.deleted THEN
+        UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id IN (OLD.survey_id, NEW.survey_id);
+      END IF;
+      RETURN NULL;
+    END $$`)
+  yield* sql`CREATE TRIGGER questions_layout AFTER INSERT OR UPDATE OR DELETE ON questions
+    FOR EACH ROW EXECUTE FUNCTION questions_layout()`
+
+  yield* renderStored
 })

@@ -1,0 +1,94 @@
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { spawnSync } from "node:child_process"
+import { chmodSync, chownSync, mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { runMigrations } from "../../src/Sql/Migrations.js"
+import { pgClientOptions } from "../../src/Sql/Database.js"
+
+/**
+ * A throwaway PostgreSQL cluster for the test suite's PostgreSQL pass (vitest globalSetup):
+ * `initdb` and `pg_ctl` in a temporary directory, listening on 127.0.0.1 only, run as the
+ * `postgres` user when the suite runs as root (PostgreSQL refuses to run as root). A database
+ * `survey_template` is migrated once; each test copies it (test/support/TestServer.ts).
+ * The cluster's URL reaches the test workers as `TEST_POSTGRES_URL`.
+ */
+const binaries = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin"
+
+const asRoot = typeof process.getuid === "function" && process.getuid() === 0
+
+const run = (command: string, args: ReadonlyArray<string>) => {
+  const [file, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, [...args]]
+  const result = spawnSync(file, argv, { encoding: "utf8" })
+  if (result.status !== 0) {
+    throw new Error(`${command} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`)
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+export const templateDatabase = "survey_template"
+
+export default async function startCluster() {
+  const dir = mkdtempSync(join(tmpdir(), "survey-pg-"))
+  if (asRoot) {
+    const postgres = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" })
+    const group = spawnSync("id", ["-g", "postgres"], { encoding: "utf8" })
+    chownSync(dir, Number(postgres.stdout.trim()), Number(group.stdout.trim()))
+  }
+  chmodSync(dir, 0o700)
+  const data = join(dir, "data")
+  const port = await freePort()
+  run(join(binaries, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+  const options = [
+    "-c listen_addresses=127.0.0.1",
+    `-c port=${port}`,
+    `-c unix_socket_directories=${dir}`,
+    "-c fsync=off",
+    "-c synchronous_commit=off",
+    "-c full_page_writes=off",
+    "-c max_connections=300"
+  ].join(" ")
+  run(join(binaries, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "start"])
+  const stop = () => {
+    try {
+      run(join(binaries, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  try {
+    const base = `postgres://postgres@127.0.0.1:${port}`
+    await Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (admin) => admin.unsafe(`CREATE DATABASE ${templateDatabase}`)).pipe(
+        Effect.provide(PgClient.layerFromPool(pgClientOptions(Redacted.make(`${base}/postgres`)))),
+        Effect.asVoid,
+        Effect.orDie
+      )
+    )
+    await Effect.runPromise(
+      Effect.scoped(runMigrations).pipe(
+        Effect.provide(PgClient.layerFromPool(pgClientOptions(Redacted.make(`${base}/${templateDatabase}`)))),
+        Effect.asVoid,
+        Effect.orDie
+      )
+    )
+    process.env.TEST_POSTGRES_URL = base
+  } catch (error) {
+    stop()
+    throw error
+  }
+  return stop
+}
