@@ -1,4 +1,3 @@
-import { Database } from "bun:sqlite"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Analytics } from "../src/Domain/Analytics.js"
@@ -6,10 +5,12 @@ import type { FixtureInput } from "../src/Fixtures/Fixture.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
+import { elsewhereRows } from "./support/Elsewhere.js"
 import { cli, request, type ServeProcess, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 
-// Two real `serve` processes on one SQLite file, as during a rolling restart or with two instances
+// Two real `serve` processes on one database (a SQLite file; a PostgreSQL database on the PostgreSQL
+// pass), as during a rolling restart or with two instances
 // behind a load balancer. Leases are 2 s here (WORKER_LEASE_SECONDS) so that a takeover is quick.
 const leaseEnv = { WORKER_LEASE_SECONDS: "2" }
 
@@ -49,34 +50,28 @@ const completeOn = (server: ServeProcess, saveOn: ServeProcess = server) =>
     return decode(Started, saved.text).responseId
   })
 
-/** Reads the shared file directly, read-only: what the processes committed. */
-const query = (databasePath: string, text: string) =>
-  Effect.sync((): ReadonlyArray<unknown> => {
-    const db = new Database(databasePath, { readonly: true })
-    try {
-      return db.query(text).all()
-    } finally {
-      db.close()
-    }
-  })
+type Shared = Effect.Effect.Success<ReturnType<typeof sharedDatabase>>
+
+/** Reads the shared database over a connection of the test's own: what the processes committed. */
+const query = (db: Shared, text: string) => elsewhereRows(text).pipe(Effect.provide(db.config))
 
 const Delivery = Schema.Struct({ id: Schema.Number, state: Schema.String, attempts: Schema.Number, leaseOwner: Schema.NullOr(Schema.String) })
-const deliveries = (databasePath: string) =>
+const deliveries = (db: Shared) =>
   Effect.map(
-    query(databasePath, "SELECT id, state, attempts, lease_owner AS leaseOwner FROM deliveries ORDER BY id"),
+    query(db, "SELECT id, state, attempts, lease_owner FROM deliveries ORDER BY id"),
     Schema.decodeUnknownSync(Schema.Array(Delivery))
   )
 const Count = Schema.Struct({ n: Schema.Number })
-const count = (databasePath: string, text: string) =>
-  Effect.map(query(databasePath, text), (rows) => Schema.decodeUnknownSync(Count)(rows[0]).n)
+const count = (db: Shared, text: string) =>
+  Effect.map(query(db, text), (rows) => Schema.decodeUnknownSync(Count)(rows[0]).n)
 
-describe("two serve processes on one SQLite file", () => {
+describe("two serve processes on one database", () => {
   it.live("deliver every event once, count every completion once, share respondent tokens, load an embed URL once and see a revocation", () =>
     Effect.gen(function*() {
-      const { databasePath } = yield* sharedDatabase(fixture)
+      const db = yield* sharedDatabase(fixture)
       const target = yield* receiver()
-      const a = yield* serveProcess(databasePath, leaseEnv)
-      const b = yield* serveProcess(databasePath, leaseEnv)
+      const a = yield* serveProcess(db.flags, leaseEnv)
+      const b = yield* serveProcess(db.flags, leaseEnv)
       const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
       expect(registered.status).toBe(200)
 
@@ -92,7 +87,7 @@ describe("two serve processes on one SQLite file", () => {
 
       // Each event reaches the receiver once: every delivery ends delivered after one attempt.
       const settled = yield* eventually(
-        deliveries(databasePath),
+        deliveries(db),
         (all) => all.length === completions && all.every((d) => d.state === "delivered"),
         { tries: 600, everyMillis: 50 }
       )
@@ -100,7 +95,7 @@ describe("two serve processes on one SQLite file", () => {
       const received = yield* target.received
       expect(received).toHaveLength(completions)
       expect(new Set(received.map((r) => r.headers["webhook-id"])).size).toBe(completions)
-      expect(yield* count(databasePath, "SELECT COUNT(*) AS n FROM delivery_attempts")).toBe(completions)
+      expect(yield* count(db, "SELECT COUNT(*) AS n FROM delivery_attempts")).toBe(completions)
 
       // Each completion counted once in the stored analytics, whichever process aggregated it.
       const before = (fixture.responses ?? []).filter((r) => r.surveyId === "srv_short" && r.completedAt !== null).length
@@ -110,7 +105,7 @@ describe("two serve processes on one SQLite file", () => {
           (res) => decode(Analytics, res.text)
         )
       const counted = yield* eventually(
-        Effect.zip(analytics(a), count(databasePath, "SELECT COUNT(*) AS n FROM response_changes")),
+        Effect.zip(analytics(a), count(db, "SELECT COUNT(*) AS n FROM response_changes")),
         ([stats, pending]) => pending === 0 && stats.completedCount >= before + completions,
         { tries: 600, everyMillis: 50 }
       )
@@ -134,12 +129,12 @@ describe("two serve processes on one SQLite file", () => {
       expect(loads.filter((s) => s === 410)).toHaveLength(loads.length - 1)
 
       // A key both processes have used (and remember) stops working on both once revoked elsewhere.
-      const created = yield* cli(["keys", "create", "--workspace", "ws_a", "--account", "acc_owner", "--db", databasePath])
+      const created = yield* cli(["keys", "create", "--workspace", "ws_a", "--account", "acc_owner", ...db.flags])
       const key = created.trim()
       const status = (server: ServeProcess) =>
         Effect.map(request(`${server.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${key}` } }), (r) => r.status)
       expect([yield* status(a), yield* status(b), yield* status(a), yield* status(b)]).toEqual([200, 200, 200, 200])
-      yield* cli(["keys", "revoke", key, "--db", databasePath])
+      yield* cli(["keys", "revoke", key, ...db.flags])
       expect([yield* status(a), yield* status(b)]).toEqual([401, 401])
     }).pipe(Effect.scoped), 120_000)
 
@@ -166,17 +161,17 @@ describe("two serve processes on one SQLite file", () => {
 
   it.live("a delivery held by a process killed with SIGKILL is taken over by the other once its lease runs out", () =>
     Effect.gen(function*() {
-      const { databasePath } = yield* sharedDatabase(fixture)
+      const db = yield* sharedDatabase(fixture)
       // The receiver keeps the first attempt waiting, so that its process is killed mid-attempt.
       let answering = false
       const target = yield* receiver(() => answering ? new Response("ok") : new Promise<Response>(() => {}))
-      const a = yield* serveProcess(databasePath, leaseEnv)
-      const b = yield* serveProcess(databasePath, leaseEnv)
+      const a = yield* serveProcess(db.flags, leaseEnv)
+      const b = yield* serveProcess(db.flags, leaseEnv)
       const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
       expect(registered.status).toBe(200)
       yield* completeOn(a)
       const [first] = yield* eventually(target.received, (all) => all.length === 1, { tries: 600, everyMillis: 20 })
-      const [held] = yield* deliveries(databasePath)
+      const [held] = yield* deliveries(db)
       const holder = [a, b].find((p) => held?.leaseOwner?.includes(`:${p.pid}:`) === true)
       const survivor = holder === a ? b : a
       expect(holder).toBeDefined()
@@ -185,7 +180,7 @@ describe("two serve processes on one SQLite file", () => {
       answering = true
 
       const [done] = yield* eventually(
-        deliveries(databasePath),
+        deliveries(db),
         (all) => all[0]?.state === "delivered",
         { tries: 400, everyMillis: 50 }
       )
@@ -201,14 +196,14 @@ describe("two serve processes on one SQLite file", () => {
 describe("a serve process stopping with SIGTERM", () => {
   it.live("stops admitting, finishes its request and delivery in flight, releases its leases and exits 0", () =>
     Effect.gen(function*() {
-      const { databasePath } = yield* sharedDatabase(fixture)
+      const db = yield* sharedDatabase(fixture)
       // The receiver holds every request until released.
       let release: () => void = () => {}
       const released = new Promise<void>((resolve) => {
         release = resolve
       })
       const target = yield* receiver(() => released.then(() => new Response("ok")))
-      const server = yield* serveProcess(databasePath, leaseEnv)
+      const server = yield* serveProcess(db.flags, leaseEnv)
       const registered = yield* request(`${server.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
       expect(registered.status).toBe(200)
       yield* completeOn(server)
@@ -233,9 +228,9 @@ describe("a serve process stopping with SIGTERM", () => {
       expect(answered.text).toContain("\"delivered\":true")
       const code = yield* Effect.promise(() => server.proc.exited)
       expect(code).toBe(0)
-      const [delivery] = yield* deliveries(databasePath)
+      const [delivery] = yield* deliveries(db)
       expect(delivery?.state).toBe("delivered")
       expect(delivery?.leaseOwner).toBeNull()
-      expect(yield* count(databasePath, "SELECT COUNT(*) AS n FROM job_leases WHERE holder IS NOT NULL AND lease_until > 0")).toBe(0)
+      expect(yield* count(db, "SELECT COUNT(*) AS n FROM job_leases WHERE holder IS NOT NULL AND lease_until > 0")).toBe(0)
     }).pipe(Effect.scoped), 90_000)
 })

@@ -4,19 +4,20 @@ import { Webhook } from "standardwebhooks"
 import { EventEnvelope } from "../src/Events/Event.js"
 import { WebhookRegistered } from "../src/Webhooks/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { elsewhereRows } from "./support/Elsewhere.js"
 import { cli, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 
 describe("the running service", () => {
   it.live("delivers events written by the CLI, and still delivers them after a kill -9", () =>
     Effect.gen(function*() {
-      const { databasePath } = yield* sharedDatabase(baseFixture)
+      const { config, flags } = yield* sharedDatabase(baseFixture)
       let calls = 0
       const target = yield* receiver(() => {
         calls++
         return new Response(calls === 1 ? "not yet" : "ok", { status: calls === 1 ? 503 : 200 })
       })
-      const first = yield* serveProcess(databasePath)
+      const first = yield* serveProcess(flags)
       const registered = yield* Effect.map(
         request(`${first.base}/api/v1/webhooks`, {
           method: "PUT",
@@ -26,12 +27,15 @@ describe("the running service", () => {
         (res) => Schema.decodeUnknownSync(Schema.parseJson(WebhookRegistered))(res.text)
       )
       // Another process writes the event into the same database.
-      yield* cli(["surveys", "publish", "srv_draft", "--db", databasePath])
+      yield* cli(["surveys", "publish", "srv_draft", ...flags])
       const [refused] = yield* eventually(target.received, (all) => all.length === 1, { tries: 500 })
+      // Killed once the refused attempt is written (its lease released, its retry scheduled).
+      const attempted = elsewhereRows("SELECT attempts, lease_until FROM deliveries").pipe(Effect.provide(config))
+      yield* eventually(attempted, (rows) => rows[0]?.["attempts"] === 1 && rows[0]["leaseUntil"] === 0, { tries: 500 })
       first.proc.kill(9)
       yield* Effect.promise(() => first.proc.exited)
       // The failed attempt left the delivery pending in the database; a new process picks it up.
-      yield* serveProcess(databasePath)
+      yield* serveProcess(flags)
       const all = yield* eventually(target.received, (all) => all.length === 2, { tries: 1000, everyMillis: 20 })
       const retried = all[1]
       expect(retried?.headers["webhook-id"]).toBe(refused?.headers["webhook-id"])

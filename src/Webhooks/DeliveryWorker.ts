@@ -104,8 +104,9 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const run = (row: ClaimedRow) =>
     attemptDelivery(row).pipe(
-      drain.track,
+      // The attempt and the write of its outcome are one piece of work in flight for a drain.
       Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: settle })),
+      drain.track,
       Effect.catchAllDefect((defect) =>
         Effect.zipRight(Effect.logError("webhook delivery attempt failed", defect), repo.release([row.id]))
       ),

@@ -1,9 +1,11 @@
 import type { Subprocess } from "bun"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { AppConfig } from "../../src/Config.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
+import { postgresDatabase, testDatabase } from "./TestServer.js"
 import { eventually } from "./WebhookReceiver.js"
 
 const main = join(import.meta.dirname, "..", "..", "src", "main.ts")
@@ -33,7 +35,12 @@ export const freePort = () => {
   return port
 }
 
-/** A database file in a temporary directory (removed with the scope), migrated and loaded with `fixture`. */
+/**
+ * One database for several processes, migrated and loaded with `fixture`: a SQLite file in a
+ * temporary directory (removed with the scope), or on the PostgreSQL pass a database of the test
+ * cluster (test/support/TestServer.ts). `flags` name it to the CLI and `serve`; `config` reads it
+ * from the test (test/support/Elsewhere.ts).
+ */
 export const sharedDatabase = (fixture: FixtureInput) =>
   Effect.gen(function*() {
     const dir = yield* Effect.acquireRelease(
@@ -41,10 +48,13 @@ export const sharedDatabase = (fixture: FixtureInput) =>
       (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
     )
     const databasePath = join(dir, "survey.db")
+    const url = testDatabase === "postgres" ? yield* postgresDatabase() : undefined
+    const flags: ReadonlyArray<string> = url === undefined ? ["--db", databasePath] : ["--database-url", url]
+    const config = AppConfig.layerTest(url === undefined ? { databasePath } : { databaseUrl: Redacted.make(url) })
     const file = join(dir, "fixture.json")
     writeFileSync(file, JSON.stringify(fixture))
-    yield* cli(["import", file, "--db", databasePath])
-    return { dir, databasePath } as const
+    yield* cli(["import", file, ...flags])
+    return { dir, flags, config } as const
   })
 
 export interface ServeProcess {
@@ -55,16 +65,16 @@ export interface ServeProcess {
 }
 
 /**
- * A real `serve` process on a free port of 127.0.0.1 over `databasePath`, started and awaited
+ * A real `serve` process on a free port of 127.0.0.1 over the database `flags` name, started and awaited
  * until `/healthz` answers; killed with SIGKILL when the scope closes if it still runs.
  */
-export const serveProcess = (databasePath: string, env: Readonly<Record<string, string | undefined>> = {}) =>
+export const serveProcess = (flags: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>> = {}) =>
   Effect.gen(function*() {
     const port = freePort()
     const base = `http://127.0.0.1:${port}`
     const proc = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        Bun.spawn(["bun", main, "serve", "--port", String(port), "--db", databasePath], {
+        Bun.spawn(["bun", main, "serve", "--port", String(port), ...flags], {
           env: { ...processEnv, PUBLIC_BASE_URL: base, ...env },
           stdin: "ignore",
           stdout: "ignore",
