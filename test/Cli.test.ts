@@ -96,3 +96,45 @@ describe("operator CLI", () => {
         .toEqual([{ n: 0 }])
     }))
 })
+
+describe("start-up with a DATABASE_URL that does not work", () => {
+  const start = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+    const result = Bun.spawnSync(["bun", "run", "src/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, LOG_FORMAT: "json", ...env },
+      stdout: "pipe",
+      stderr: "pipe",
+      timeout: 60_000
+    })
+    return { code: result.exitCode, stderr: result.stderr.toString().trim(), stdout: result.stdout.toString() }
+  }
+  const closedPort = () => {
+    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: () => {} } })
+    const port = probe.port
+    probe.stop(true)
+    return port
+  }
+
+  it("a database that cannot be reached: one line naming where, never the password, and exit 1", () => {
+    const url = `postgres://survey:hunter2@127.0.0.1:${closedPort()}/survey`
+    for (const run of [start(["serve", "--port", "0", "--database-url", url]), start(["migrate"], { DATABASE_URL: url })]) {
+      expect(run.code).toBe(1)
+      expect(run.stderr.split("\n")).toHaveLength(1)
+      expect(run.stderr).toMatch(/^error: cannot connect to the PostgreSQL database at 127\.0\.0\.1:\d+\/survey: .*ECONNREFUSED/)
+      expect(run.stderr + run.stdout).not.toContain("hunter2")
+    }
+  })
+
+  it("a URL that is not a PostgreSQL URL: one line and exit 1", () => {
+    for (const [env, args] of [
+      [{ DATABASE_URL: "mysql://survey:hunter2@db/survey" }, ["migrate"]],
+      [{}, ["migrate", "--database-url", "postgres://survey:hunter2@[not-a-host/survey"]]
+    ] as const) {
+      const run = start(args, env)
+      expect(run.code).toBe(1)
+      expect(run.stderr.split("\n")).toHaveLength(1)
+      expect(run.stderr).toMatch(/^error: .*(DATABASE_URL must start with postgres:\/\/ or postgresql:\/\/|--database-url is not a valid URL)/)
+      expect(run.stderr).not.toContain("hunter2")
+    }
+  })
+})

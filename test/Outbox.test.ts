@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { Survey } from "../src/Domain/Survey.js"
 import { EventEnvelope } from "../src/Events/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
@@ -61,5 +61,19 @@ layer(TestDatabase(baseFixture))("survey lifecycle events in the outbox", (it) =
       const gone = yield* Effect.flip(lifecycle.apply("srv_closed", "publish"))
       expect(gone._tag).toBe("SurveyMissing")
       expect(yield* eventsOf("srv_closed")).toEqual([])
+    }))
+})
+
+layer(TestDatabase(baseFixture))("survey lifecycle moves at once", (it) => {
+  it.effect("of two publishes at once one moves the survey and writes the event; the other is refused", () =>
+    Effect.gen(function*() {
+      const lifecycle = yield* SurveyLifecycle
+      const outcomes = yield* Effect.all(
+        [lifecycle.apply("srv_draft", "publish"), lifecycle.apply("srv_draft", "publish")].map(Effect.either),
+        { concurrency: "unbounded" }
+      )
+      expect(outcomes.filter(Either.isRight)).toHaveLength(1)
+      expect(outcomes.flatMap((o) => (Either.isLeft(o) ? [o.left._tag] : []))).toEqual(["TransitionRefused"])
+      expect((yield* eventsOf("srv_draft")).map((r) => r.type)).toEqual(["survey.published"])
     }))
 })

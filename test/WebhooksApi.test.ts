@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
@@ -321,3 +322,25 @@ layer(TestServer(baseFixture), { excludeTestServices: true })("POST /webhooks/te
       expect((yield* target.received)).toHaveLength(1)
     }).pipe(Effect.scoped))
 })
+
+layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.provide(publicResolver)))(
+  "webhook settings written at once",
+  (it) => {
+    it.effect("first PUTs of one scope at once all answer 200 and leave one webhook, the last one's", () =>
+      Effect.gen(function*() {
+        const urls = ["a", "b", "c", "d"].map((name) => `https://hooks.example.com/${name}`)
+        const answers = yield* Effect.all(
+          urls.map((targetUrl) => put("/api/v1/surveys/srv_main/webhook", TOKENS.editor, { targetUrl })),
+          { concurrency: "unbounded" }
+        )
+        expect(answers.map((res) => res.status)).toEqual([200, 200, 200, 200])
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ readonly targetUrl: string }>`SELECT target_url FROM webhooks WHERE survey_id = 'srv_main'`
+          .pipe(Effect.orDie)
+        expect(rows).toHaveLength(1)
+        expect(urls).toContain(rows[0]?.targetUrl)
+        const read = yield* get("/api/v1/surveys/srv_main/webhook", TOKENS.editor)
+        expect(bodyOf(WebhookSettings, read).targetUrl).toBe(rows[0]?.targetUrl)
+      }))
+  }
+)

@@ -51,7 +51,15 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
         return yield* new TransitionRefused({ surveyId, from: survey.status, action })
       }
       const status = action === "publish" ? "published" : "closed"
-      yield* sql`UPDATE surveys SET status = ${status}, updated_at = ${now} WHERE id = ${surveyId}`.pipe(Effect.orDie)
+      // Only from the status read above: of two moves at once (PostgreSQL runs writers side by side),
+      // the second finds the status changed, changes nothing and is refused like any other.
+      const moved = yield* sql`UPDATE surveys SET status = ${status}, updated_at = ${now}
+        WHERE id = ${surveyId} AND status = ${survey.status} AND trashed = 0 RETURNING id`.pipe(Effect.orDie)
+      if (moved.length === 0) {
+        const current = yield* surveys.findById(surveyId)
+        if (Option.isNone(current) || current.value.trashed !== 0) return yield* new SurveyMissing({ surveyId })
+        return yield* new TransitionRefused({ surveyId, from: current.value.status, action })
+      }
       const updated = yield* surveys.findById(surveyId).pipe(Effect.flatMap(Effect.orDie))
       yield* outbox.append({
         type: action === "publish" ? "survey.published" : "survey.closed",

@@ -82,6 +82,21 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     })
 
     /**
+     * Makes the other writers of a scope's webhook wait for this transaction: SQLite runs one write
+     * transaction at a time anyway; PostgreSQL runs them side by side, and two first PUTs of one
+     * scope would both find no webhook and both insert one. A transaction-scoped advisory lock on
+     * the scope's name serialises them there.
+     */
+    const lockScope = (scope: { readonly workspaceId: string; readonly surveyId: string | null }) =>
+      sql.onDialectOrElse({
+        pg: () =>
+          sql`SELECT pg_advisory_xact_lock(hashtext(${`webhook:${scope.workspaceId}:${scope.surveyId ?? ""}`}))`.pipe(
+            Effect.asVoid
+          ),
+        orElse: () => Effect.void
+      })
+
+    /**
      * Registers or replaces the endpoint of a scope with a new secret and the event types it
      * receives. A disabled webhook is enabled again, with a clean record of failures.
      */
@@ -95,6 +110,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         now: number
       }) {
         const now = toIso(input.now)
+        yield* lockScope(input)
         const existing = yield* findScope(input)
         let id: string
         if (Option.isSome(existing)) {
@@ -120,6 +136,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     /** Removes a scope's endpoint; its pending deliveries are dropped with it. */
     const remove = Effect.fn("WebhookRepo.remove")(
       function*(workspaceId: string, surveyId: string | null) {
+        yield* lockScope({ workspaceId, surveyId })
         const existing = yield* findScope({ workspaceId, surveyId })
         if (Option.isNone(existing)) return
         yield* sql`UPDATE deliveries SET state = 'given_up', lease_until = 0
