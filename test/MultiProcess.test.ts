@@ -140,9 +140,9 @@ describe("two serve processes on one database", () => {
 
   it.live("hold a burst limit of 50 exactly: 200 parallel requests over both admit 50", () =>
     Effect.gen(function*() {
-      const { databasePath } = yield* sharedDatabase(fixture)
-      const a = yield* serveProcess(databasePath, leaseEnv)
-      const b = yield* serveProcess(databasePath, leaseEnv)
+      const db = yield* sharedDatabase(fixture)
+      const a = yield* serveProcess(db.flags, leaseEnv)
+      const b = yield* serveProcess(db.flags, leaseEnv)
       const statuses = yield* Effect.forEach(
         Array.from({ length: 200 }, (_, i) => i),
         (i) =>
@@ -156,7 +156,7 @@ describe("two serve processes on one database", () => {
       )
       expect(statuses.filter((s) => s === 200)).toHaveLength(50)
       expect(statuses.filter((s) => s === 429)).toHaveLength(150)
-      expect(yield* count(databasePath, "SELECT SUM(count) AS n FROM usage_daily WHERE account_id = 'acc_crowd'")).toBe(50)
+      expect(yield* count(db, "SELECT SUM(count) AS n FROM usage_daily WHERE account_id = 'acc_crowd'")).toBe(50)
     }).pipe(Effect.scoped), 90_000)
 
   it.live("a delivery held by a process killed with SIGKILL is taken over by the other once its lease runs out", () =>
