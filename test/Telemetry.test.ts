@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Either, Option, Redacted, Schema, Stream, SubscriptionRef } from "effect"
 import { AppConfig, parseOtlpHeaders } from "../src/Config.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { get, TestServer, testDatabase } from "./support/TestServer.js"
 
 interface Export {
   readonly path: string
@@ -130,7 +130,7 @@ describe("OpenTelemetry export over OTLP/HTTP", () => {
             .flatMap((r) => r.scopeSpans.flatMap((scope) => scope.spans))
             .find((s) => s.name === "sql.execute" && (attribute(s.attributes, "db.query.text") ?? "").includes("surveys"))
         )
-        expect(attribute(statement.attributes, "db.system.name")).toBe("sqlite")
+        expect(attribute(statement.attributes, "db.system.name")).toBe(testDatabase === "postgres" ? "postgresql" : "sqlite")
 
         const counted = yield* otlp.awaitExport((item) => {
           if (item.path !== "/v1/metrics") return undefined
