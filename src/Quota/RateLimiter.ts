@@ -1,6 +1,5 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Chunk, Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Metric, Queue } from "effect"
-import { supervise } from "../Background/Supervise.js"
+import { Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Metric } from "effect"
 import { quotaRefusals } from "../Telemetry/Metrics.js"
 import { KeyAdmission } from "../Auth/Authorization.js"
 import type { ApiKeyContext } from "../Auth/CurrentKey.js"
@@ -51,10 +50,10 @@ const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
 const refusedLimited = Metric.tagged(quotaRefusals, "reason", "rate_limited")
 const refusedBusy = Metric.tagged(quotaRefusals, "reason", "service_unavailable")
 
-/** A request waiting for its decision. */
-interface Waiting {
-  readonly key: ApiKeyContext
-  readonly decided: Deferred.Deferred<Decision, ServiceUnavailable>
+/** Requests decided together in one transaction, and their decisions in the same order. */
+interface Batch {
+  readonly keys: Array<ApiKeyContext>
+  readonly decided: Deferred.Deferred<ReadonlyArray<Decision>, ServiceUnavailable>
 }
 
 /** The counters of an account as this process last saw them in the store. */
@@ -64,17 +63,15 @@ interface Known {
   readonly day: string
 }
 
-/** Requests decided together in one transaction, at most. */
-const BATCH = 512
-
 const busy = () => new ServiceUnavailable({ message: "The service is busy; nothing changed and the request may be retried." })
 
 /**
  * Exact across every process on the database. A request is decided inside a transaction that
  * holds the account's day row locked (on SQLite, the database's write lock), so no other
  * process decides for the account meanwhile, and its count is stored before it is answered.
- * Requests that arrive while a transaction runs are decided together in the next one, in
- * arrival order: under load one transaction serves many requests.
+ * Requests that arrive before a transaction starts (while the one before runs, or while the
+ * process's other fibers have their turn) are decided together in it, in arrival order: under
+ * load one transaction serves many requests.
  *
  * The counters of an account stay in memory between transactions. The locked day row tells
  * whether they are still exact: every admitted request adds to it, so when its count is the
@@ -88,16 +85,18 @@ const busy = () => new ServiceUnavailable({ message: "The service is busy; nothi
 export const makeRateLimiter = Effect.gen(function*() {
   const store = yield* UsageStore
   const known = new Map<string, Known>()
-  const queue = yield* Queue.unbounded<Waiting>()
+  // The batch still taking requests: the next transaction's.
+  let open: Batch | undefined
+  const turn = yield* Effect.makeSemaphore(1)
 
   /** Decides `batch` in one transaction of the store; answers each request's decision and the counters used. */
-  const decideAll = (batch: ReadonlyArray<Waiting>, now: number) => {
+  const decideAll = (batch: ReadonlyArray<ApiKeyContext>, now: number) => {
     const day = utcDay(now)
     const decisions: Array<Decision> = []
     const synced = new Map<string, AccountUsage>()
     const accounts = new Map<string, BatchAccount>()
-    for (const { key } of batch) accounts.set(key.accountId, { accountId: key.accountId, windowMs: burstWindowMs(key.quota) })
-    const plans = new Map(batch.map(({ key }) => [key.accountId, key.quota]))
+    for (const key of batch) accounts.set(key.accountId, { accountId: key.accountId, windowMs: burstWindowMs(key.quota) })
+    const plans = new Map(batch.map((key) => [key.accountId, key.quota]))
     // Once `decide` has run, the counters in memory hold its decisions: should the store try the
     // transaction again, they are read back from it instead.
     let decided = false
@@ -114,7 +113,7 @@ export const makeRateLimiter = Effect.gen(function*() {
         decisions.length = 0
         synced.clear()
         const admitted: Array<CountedRequest> = []
-        for (const { key } of batch) {
+        for (const key of batch) {
           let usage = synced.get(key.accountId)
           if (usage === undefined) {
             const fresh = reloaded.get(key.accountId)
@@ -133,39 +132,49 @@ export const makeRateLimiter = Effect.gen(function*() {
     return Effect.as(store.settle(now, [...accounts.values()], decider), { decisions, synced })
   }
 
-  // One transaction at a time, for every request waiting when it starts.
-  yield* supervise(
-    "request quota",
-    Effect.gen(function*() {
-      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(queue, 1, BATCH))
-      const now = yield* Clock.currentTimeMillis
-      const outcome = yield* Effect.exit(decideAll(batch, now))
-      if (Exit.isSuccess(outcome)) {
-        for (const [accountId, usage] of outcome.value.synced) known.set(accountId, { usage, day: utcDay(now) })
-        outcome.value.decisions.forEach((decision, i) => {
-          const waiting = batch[i]
-          if (waiting !== undefined) Deferred.unsafeDone(waiting.decided, Exit.succeed(decision))
-        })
-      } else {
-        // The counters in memory may hold decisions that were never stored.
-        for (const { key } of batch) known.delete(key.accountId)
-        if (!Exit.isInterrupted(outcome)) yield* Effect.logWarning("request counts not stored", outcome.cause)
-        for (const { decided } of batch) Deferred.unsafeDone(decided, Exit.fail(busy()))
-      }
-    }).pipe(Effect.forever)
-  )
-  // Requests still waiting when the limiter stops are not admitted.
-  yield* Effect.addFinalizer(() =>
-    Effect.flatMap(Queue.takeAll(queue), (left) =>
-      Effect.sync(() => Chunk.forEach(left, ({ decided }) => Deferred.unsafeDone(decided, Exit.fail(busy())))))
-  )
+  /**
+   * Runs `batch` when its turn comes: requests that arrive until then join it. Uninterruptible:
+   * the requests of the batch wait for it, whichever of them started it.
+   */
+  const run = (batch: Batch) =>
+    Effect.zipRight(
+      Effect.yieldNow(),
+      turn.withPermits(1)(Effect.gen(function*() {
+        if (open === batch) open = undefined
+        const now = yield* Clock.currentTimeMillis
+        const outcome = yield* Effect.exit(decideAll(batch.keys, now))
+        if (Exit.isSuccess(outcome)) {
+          for (const [accountId, usage] of outcome.value.synced) known.set(accountId, { usage, day: utcDay(now) })
+          Deferred.unsafeDone(batch.decided, Exit.succeed(outcome.value.decisions))
+        } else {
+          // The counters in memory may hold decisions that were never stored.
+          for (const key of batch.keys) known.delete(key.accountId)
+          yield* Effect.logWarning("request counts not stored", outcome.cause)
+          Deferred.unsafeDone(batch.decided, Exit.fail(busy()))
+        }
+      }))
+    ).pipe(Effect.uninterruptible)
 
-  // On every request's path: no span of its own, the request's span covers it.
-  const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
+  // On every request's path: no span of its own, the request's span covers it. The request that
+  // opens a batch runs it; the others join it and read their decision when it is done.
+  const decide = (key: ApiKeyContext): Effect.Effect<Decision, ServiceUnavailable> =>
     Effect.suspend(() => {
-      const decided = Deferred.unsafeMake<Decision, ServiceUnavailable>(FiberId.none)
-      return Effect.zipRight(Queue.offer(queue, { key, decided }), Deferred.await(decided))
-    }).pipe(
+      let batch = open
+      const leads = batch === undefined
+      if (batch === undefined) {
+        batch = { keys: [], decided: Deferred.unsafeMake(FiberId.none) }
+        open = batch
+      }
+      const index = batch.keys.push(key) - 1
+      const decided = Effect.flatMap(Deferred.await(batch.decided), (decisions) => {
+        const decision = decisions[index]
+        return decision === undefined ? Effect.dieMessage("a batch answered fewer decisions than requests") : Effect.succeed(decision)
+      })
+      return leads ? Effect.zipRight(run(batch), decided) : decided
+    })
+
+  const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
+    decide(key).pipe(
       Effect.tapError(() => Metric.increment(refusedBusy)),
       Effect.flatMap((decision): Effect.Effect<void, RateLimited> =>
         decision._tag === "Limited"
