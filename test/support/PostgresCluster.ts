@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { spawnSync } from "node:child_process"
-import { chmodSync, chownSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -16,7 +16,15 @@ import { pgClientOptions } from "../../src/Sql/Database.js"
  * `survey_template` is migrated once; each test copies it (test/support/TestServer.ts).
  * The cluster's URL reaches the test workers as `TEST_POSTGRES_URL`.
  */
-const binaries = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin"
+/** `PG_BIN`, else the newest Debian PostgreSQL under /usr/lib/postgresql (15 on Debian 12). */
+const binaries = process.env.PG_BIN ?? (() => {
+  const root = "/usr/lib/postgresql"
+  const versions = existsSync(root)
+    ? readdirSync(root).filter((v) => /^\d+$/.test(v) && existsSync(join(root, v, "bin", "initdb")))
+    : []
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0]
+  return join(root, newest ?? "15", "bin")
+})()
 
 const asRoot = typeof process.getuid === "function" && process.getuid() === 0
 
