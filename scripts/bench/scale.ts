@@ -1,9 +1,10 @@
 /**
  * Many processes on one database: throughput of the read endpoints and of respondent completions
  * with one `serve` process and with two on the same database, side by side in one run, for each
- * storage the service supports (SQLite file; PostgreSQL when the build has it). The processes
- * are the compiled binary; each process gets its own wrk with half the connections, and the
- * figures are their sums.
+ * storage the service supports: a SQLite file, and PostgreSQL in a throwaway cluster that the run
+ * starts (test/support/PostgresCluster.ts: initdb + pg_ctl in a temporary directory, 127.0.0.1
+ * only) and stops at the end. The processes are the compiled binary; each process gets its own
+ * wrk with half the connections, and the figures are their sums.
  *
  *   bun run bench:scale [-- --seconds 5 --connections 32 --surveys 20 --responses 500]
  */
@@ -11,7 +12,8 @@ import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, surveyId, writeDataset } from "./Dataset.js"
-import { buildBinary, cleanup, machine, root, type Server, startServer, table, tempDir } from "./support.js"
+import { freePort, type PostgresCluster, startPostgres } from "../../test/support/PostgresCluster.js"
+import { buildBinary, cleanup, databaseArgs, machine, root, type Server, startServer, table, tempDir } from "./support.js"
 
 const { values: args } = parseArgs({
   options: {
@@ -80,9 +82,13 @@ const workloads: ReadonlyArray<Workload> = [
 ]
 
 interface Load {
+  /** Requests answered within the cell's time. */
+  readonly answered: number
   readonly rps: number
   readonly p99Ms: number
   readonly non2xx: number
+  /** Requests wrk gave up on: no answer within its timeout, or a socket error. */
+  readonly errors: number
 }
 
 const millis = (text: string) => {
@@ -99,6 +105,8 @@ const wrk = async (server: Server, workload: Workload, conns: number, duration: 
     `-c${conns}`,
     `-d${duration}s`,
     "--latency",
+    "--timeout",
+    "10s",
     "-H",
     `Authorization: Bearer ${BENCH_TOKEN}`,
     ...(script === undefined ? [] : ["-s", script]),
@@ -109,9 +117,13 @@ const wrk = async (server: Server, workload: Workload, conns: number, duration: 
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? "NaN")
   if (!Number.isFinite(rps)) throw new Error(`could not read wrk's output:\n${out}`)
   return {
+    answered: Number(/(\d+) requests in/.exec(out)?.[1] ?? "0"),
     rps,
     p99Ms: millis(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ""),
-    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? "0")
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? "0"),
+    errors: (/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out) ?? [])
+      .slice(1)
+      .reduce((sum, n) => sum + Number(n), 0)
   }
 }
 
@@ -122,11 +134,22 @@ const measure = async (dir: string, servers: ReadonlyArray<Server>, workload: Wo
   await Promise.all(servers.map((s, i) => wrk(s, workload, share, 1, scripts[i]))) // warm-up, not kept
   const loads = await Promise.all(servers.map((s, i) => wrk(s, workload, share, seconds, scripts[i])))
   return {
+    answered: loads.reduce((sum, l) => sum + l.answered, 0),
     rps: loads.reduce((sum, l) => sum + l.rps, 0),
     p99Ms: Math.max(...loads.map((l) => l.p99Ms)),
-    non2xx: loads.reduce((sum, l) => sum + l.non2xx, 0)
+    non2xx: loads.reduce((sum, l) => sum + l.non2xx, 0),
+    errors: loads.reduce((sum, l) => sum + l.errors, 0)
   }
 }
+
+const cell = (load: Load | undefined) =>
+  load === undefined
+    ? "n/a"
+    : load.answered === 0
+    ? `no answer within ${seconds} s${load.errors > 0 ? `, ${load.errors} timeouts/errors` : ""}`
+    : `${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms.toFixed(1)} ms${load.non2xx > 0 ? `, ${load.non2xx} non-2xx` : ""}${
+    load.errors > 0 ? `, ${load.errors} timeouts/errors` : ""
+  }`
 
 interface Setup {
   readonly name: string
@@ -136,40 +159,53 @@ interface Setup {
 }
 
 const binary = buildBinary()
-const help = Bun.spawnSync([binary, "serve", "--help"], { stdout: "pipe", stderr: "pipe" }).stdout.toString()
-const postgresSupported = help.includes("--database-url")
+
+/** Imports the dataset's fixture files into `database` (migrating it first). */
+const importInto = (files: ReadonlyArray<string>, database: string) => {
+  for (const file of files) {
+    const result = Bun.spawnSync([binary, "import", file, ...databaseArgs(database)], { cwd: root, stdout: "pipe", stderr: "pipe" })
+    if (result.exitCode !== 0) throw new Error(`import into ${database} failed: ${result.stderr.toString()}`)
+  }
+}
 
 const work = tempDir()
 const results = new Map<string, Map<string, Load>>()
-const notes: Array<string> = []
+let postgres: PostgresCluster | undefined
+// Interrupted (Ctrl-C): the cluster and the files go too; the servers, our children, get the same signal.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    postgres?.stop()
+    cleanup(work)
+    process.exit(130)
+  })
+}
 try {
-  const dbPath = join(work, "bench.db")
   const files = [...(await writeDataset(work, { surveys, responsesPerSurvey, deepResponses: 0 }))]
   const extra = join(work, "fixture-completions.json")
   writeFileSync(extra, JSON.stringify(completionFixture))
   files.push(extra)
-  for (const file of files) {
-    const result = Bun.spawnSync([binary, "import", file, "--db", dbPath], { cwd: root, stdout: "pipe", stderr: "pipe" })
-    if (result.exitCode !== 0) throw new Error(`import failed: ${result.stderr.toString()}`)
-  }
-  const setups: Array<Setup> = [
+  const dbPath = join(work, "bench.db")
+  importInto(files, dbPath)
+  postgres = await startPostgres()
+  const pgUrl = `${postgres.base}/postgres`
+  importInto(files, pgUrl)
+  const setups: ReadonlyArray<Setup> = [
     { name: "SQLite, 1 process", processes: 1, env: {}, database: dbPath },
-    { name: "SQLite, 2 processes", processes: 2, env: {}, database: dbPath }
+    { name: "SQLite, 2 processes", processes: 2, env: {}, database: dbPath },
+    { name: "PostgreSQL, 1 process", processes: 1, env: {}, database: pgUrl },
+    { name: "PostgreSQL, 2 processes", processes: 2, env: {}, database: pgUrl }
   ]
-  if (!postgresSupported) {
-    notes.push("PostgreSQL: not measured, this build has no PostgreSQL storage (`serve --database-url`).")
-  }
   for (const setup of setups) {
     const servers: Array<Server> = []
     try {
       for (let i = 0; i < setup.processes; i++) {
-        servers.push(await startServer(binary, setup.database, 20_000 + Math.floor(Math.random() * 20_000), setup.env))
+        servers.push(await startServer(binary, setup.database, await freePort(), setup.env))
       }
       const row = new Map<string, Load>()
       for (const workload of workloads) {
         const load = await measure(work, servers, workload)
         row.set(workload.name, load)
-        console.error(`${setup.name}, ${workload.name}: ${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms.toFixed(1)} ms`)
+        console.error(`${setup.name}, ${workload.name}: ${cell(load)}`)
       }
       results.set(setup.name, row)
     } finally {
@@ -177,21 +213,18 @@ try {
     }
   }
 } finally {
+  postgres?.stop()
   cleanup(work)
 }
 
 const names = [...results.keys()]
-const cell = (load: Load | undefined) =>
-  load === undefined ? "n/a" : `${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms.toFixed(1)} ms${load.non2xx > 0 ? `, ${load.non2xx} non-2xx` : ""}`
 console.log([
-  `${machine()}; wrk, ${connections} connections over the processes, ${seconds} s per cell after a 1 s warm-up; ` +
+  `${machine()}; wrk, ${connections} connections over the processes, ${seconds} s per cell after a 1 s warm-up, wrk timeout 10 s; ` +
   `${surveys} surveys × ${responsesPerSurvey} responses; ${new Date().toISOString().slice(0, 16)}Z`,
   "",
-  table(["workload", ...names], workloads.map((w) => [w.name, ...names.map((n) => cell(results.get(n)?.get(w.name)))])),
-  "",
-  ...notes
+  table(["workload", ...names], workloads.map((w) => [w.name, ...names.map((n) => cell(results.get(n)?.get(w.name)))]))
 ].join("\n"))
-if ([...results.values()].some((row) => [...row.values()].some((l) => l.non2xx > 0))) {
-  console.log("Some answers were not 2xx: those cells are not comparable.")
+if ([...results.values()].some((row) => [...row.values()].some((l) => l.answered === 0 || l.non2xx > 0 || l.errors > 0))) {
+  console.log("Some requests were not answered 2xx within the cell's time (wrk waits up to 10 s): those cells are not comparable.")
   process.exitCode = 1
 }

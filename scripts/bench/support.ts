@@ -176,14 +176,18 @@ export const buildBinary = () => {
   return join(root, "dist/survey-service")
 }
 
-/** `survey-service serve` (the compiled binary) on a local port, waiting for /healthz. */
+/** The CLI's database option for `database`: a PostgreSQL URL (`--database-url`) or a SQLite file (`--db`). */
+export const databaseArgs = (database: string) =>
+  /^postgres(ql)?:\/\//.test(database) ? ["--database-url", database] : ["--db", database]
+
+/** `survey-service serve` (the compiled binary) on a local port and database, waiting for /healthz. */
 export const startServer = async (
   binary: string,
-  dbPath: string,
+  database: string,
   port: number,
   extraEnv: Record<string, string> = {}
 ): Promise<Server> => {
-  const proc = Bun.spawn([binary, "serve", "--db", dbPath, "--port", String(port)], {
+  const proc = Bun.spawn([binary, "serve", ...databaseArgs(database), "--port", String(port)], {
     cwd: root,
     env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "warn", ...extraEnv },
     stdout: "ignore",

@@ -10,11 +10,12 @@ import { runMigrations } from "../../src/Sql/Migrations.js"
 import { pgClientOptions } from "../../src/Sql/Database.js"
 
 /**
- * A throwaway PostgreSQL cluster for the test suite's PostgreSQL pass (vitest globalSetup):
- * `initdb` and `pg_ctl` in a temporary directory, listening on 127.0.0.1 only, run as the
- * `postgres` user when the suite runs as root (PostgreSQL refuses to run as root). A database
- * `survey_template` is migrated once; each test copies it (test/support/TestServer.ts).
- * The cluster's URL reaches the test workers as `TEST_POSTGRES_URL`.
+ * A throwaway PostgreSQL cluster: `initdb` and `pg_ctl` in a temporary directory, listening on
+ * 127.0.0.1 only, run as the `postgres` user when the process runs as root (PostgreSQL refuses to
+ * run as root). `startPostgres` is shared with the benchmarks (scripts/bench/scale.ts); the default
+ * export is the test suite's PostgreSQL pass (vitest globalSetup): a database `survey_template` is
+ * migrated once; each test copies it (test/support/TestServer.ts). The cluster's URL reaches the
+ * test workers as `TEST_POSTGRES_URL`.
  */
 /** `PG_BIN`, else the newest Debian PostgreSQL under /usr/lib/postgresql (15 on Debian 12). */
 const binaries = process.env.PG_BIN ?? (() => {
@@ -30,13 +31,15 @@ const asRoot = typeof process.getuid === "function" && process.getuid() === 0
 
 const run = (command: string, args: ReadonlyArray<string>) => {
   const [file, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, [...args]]
-  const result = spawnSync(file, argv, { encoding: "utf8" })
+  // pg_ctl waits at most its own -t; the timeout bounds initdb and a stuck pg_ctl alike.
+  const result = spawnSync(file, argv, { encoding: "utf8", timeout: 60_000 })
   if (result.status !== 0) {
     throw new Error(`${command} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`)
   }
 }
 
-const freePort = () =>
+/** A port free on 127.0.0.1 at the time of asking. */
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer()
     server.once("error", reject)
@@ -49,7 +52,15 @@ const freePort = () =>
 
 export const templateDatabase = "survey_template"
 
-export default async function startCluster() {
+export interface PostgresCluster {
+  /** `postgres://postgres@127.0.0.1:PORT`, without a database name. */
+  readonly base: string
+  /** Stops the server (immediate shutdown, bounded) and removes its directory. */
+  readonly stop: () => void
+}
+
+/** Starts a fresh cluster in a temporary directory; the caller stops it. */
+export const startPostgres = async (): Promise<PostgresCluster> => {
   const dir = mkdtempSync(join(tmpdir(), "survey-pg-"))
   if (asRoot) {
     const postgres = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" })
@@ -59,26 +70,35 @@ export default async function startCluster() {
   chmodSync(dir, 0o700)
   const data = join(dir, "data")
   const port = await freePort()
-  run(join(binaries, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
-  const options = [
-    "-c listen_addresses=127.0.0.1",
-    `-c port=${port}`,
-    `-c unix_socket_directories=${dir}`,
-    "-c fsync=off",
-    "-c synchronous_commit=off",
-    "-c full_page_writes=off",
-    "-c max_connections=300"
-  ].join(" ")
-  run(join(binaries, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "start"])
+  try {
+    run(join(binaries, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+    const options = [
+      "-c listen_addresses=127.0.0.1",
+      `-c port=${port}`,
+      `-c unix_socket_directories=${dir}`,
+      "-c fsync=off",
+      "-c synchronous_commit=off",
+      "-c full_page_writes=off",
+      "-c max_connections=300"
+    ].join(" ")
+    run(join(binaries, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-t", "30", "-w", "start"])
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  }
   const stop = () => {
     try {
-      run(join(binaries, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"])
+      run(join(binaries, "pg_ctl"), ["-D", data, "-m", "immediate", "-t", "30", "-w", "stop"])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
   }
+  return { base: `postgres://postgres@127.0.0.1:${port}`, stop }
+}
+
+export default async function startCluster() {
+  const { base, stop } = await startPostgres()
   try {
-    const base = `postgres://postgres@127.0.0.1:${port}`
     await Effect.runPromise(
       Effect.flatMap(SqlClient.SqlClient, (admin) => admin.unsafe(`CREATE DATABASE ${templateDatabase}`)).pipe(
         Effect.provide(PgClient.layerFromPool(pgClientOptions(Redacted.make(`${base}/postgres`)))),
