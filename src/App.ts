@@ -31,7 +31,6 @@ import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPu
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
 import { ResponseWriter } from "./Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
-import { CsvIgnoresPagingLive } from "./Responses/CsvParams.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
@@ -154,7 +153,6 @@ export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) =
   Layer.provide(HealthLive),
   Layer.provide(RespondentRoutes),
   Layer.provide(RequestErrorsLive),
-  Layer.provide(CsvIgnoresPagingLive),
   Layer.provide(ApiLive),
   HttpServer.withLogAddress
 )

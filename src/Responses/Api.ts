@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
+import { ParseResult, Schema, SchemaAST } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire, ServiceUnavailableWire } from "../Domain/Errors.js"
@@ -25,14 +25,56 @@ const ResponseFilters = {
   }))
 }
 
-export const ResponseListParams = Schema.Struct({
+/** The JSON page's parameters. */
+export const ResponsePageParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." })),
-  ...ResponseFilters,
+  ...ResponseFilters
+})
+
+/** The CSV export's parameters: the filters alone. `cursor` and `limit` do not apply to it (api-v1 §8). */
+export const ResponseExportParams = Schema.Struct(ResponseFilters)
+
+/** The list's query as the OpenAPI document describes it: the page's parameters and `format`. */
+const ResponseListQuery = Schema.Struct({
+  ...ResponsePageParams.fields,
   format: Schema.optional(Schema.Literal("csv"))
 })
 
-export const ResponseExportParams = Schema.Struct(ResponseFilters)
+const CsvListParams = Schema.Struct({ ...ResponseExportParams.fields, format: Schema.Literal("csv") })
+
+const ListParamsSets = Schema.Union(CsvListParams, ResponsePageParams)
+
+const UrlParams = Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Array(Schema.String)) })
+
+const decodeCsvList = ParseResult.decodeUnknown(CsvListParams)
+const decodePageList = ParseResult.decodeUnknown(ResponseListQuery)
+const encodeList = ParseResult.encode(ResponseListQuery)
+
+/**
+ * `GET …/responses` takes one of two parameter sets: with `format=csv` the export's, read as
+ * `responses.csv` reads them, so that a `cursor` or `limit` the page would refuse (a `limit` of
+ * 1000, a stale cursor) does not fail the download; otherwise the page's, where `format` can
+ * only be absent. The OpenAPI document shows the one query both are read from.
+ */
+export const ResponseListParams = Schema.transformOrFail(UrlParams, Schema.typeSchema(ListParamsSets), {
+  strict: true,
+  decode: (query) =>
+    query.format === "csv"
+      ? decodeCsvList(query)
+      : ParseResult.map(decodePageList(query), ({ format: _, ...page }) => page),
+  encode: (params) =>
+    ParseResult.map(encodeList(params), (query) => {
+      const sent: Record<string, string> = {}
+      for (const [name, value] of Object.entries(query)) if (value !== undefined) sent[name] = value
+      return sent
+    })
+}).annotations({ [SchemaAST.SurrogateAnnotationId]: ResponseListQuery.ast })
+
+/** Whether the list was asked for the CSV export. */
+export const isCsvList = (
+  params: typeof ResponseListParams.Type
+): params is typeof CsvListParams.Type => "format" in params && params.format === "csv"
 
 /** RFC 4180 CSV, as the export streams it. */
 export const ResponsesCsv = HttpApiSchema.Text({ contentType: "text/csv" }).annotations({

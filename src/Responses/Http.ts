@@ -7,7 +7,7 @@ import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { preEncodedJson } from "../Http/PreEncoded.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import { ResponseExportParams, ResponsePage } from "./Api.js"
+import { isCsvList, ResponseExportParams, ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
 import { ResponseDeletion } from "./ResponseDeletion.js"
 import { type ListOrder, ResponseRepo } from "./ResponseRepo.js"
@@ -47,7 +47,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       .handle("list", ({ path, urlParams }) =>
         Effect.gen(function*() {
           yield* filtered(path.id, urlParams)
-          if (urlParams.format === "csv") return yield* exportCsv(path.id, urlParams)
+          if (isCsvList(urlParams)) return yield* exportCsv(path.id, urlParams)
           const status = urlParams.status ?? "all"
           const limit = urlParams.limit ?? 25
           const order: ListOrder = urlParams.updatedAfter === undefined ? "createdAt" : "updatedAt"
