@@ -22,6 +22,10 @@ export interface AppSettings {
    * the SQLite file at `databasePath`. A secret (it may hold a password): never logged.
    */
   readonly databaseUrl?: Redacted.Redacted<string> | undefined
+  /** PostgreSQL only: at most this many connections per process (default 10). */
+  readonly databasePoolSize?: number
+  /** PostgreSQL only: how long a statement waits for a connection before failing (default 5000 ms). */
+  readonly databasePoolTimeoutMs?: number
   readonly publicBaseUrl: string
   readonly webhookAllowPrivateTargets: boolean
   readonly logLevel: LogLevel.LogLevel
@@ -155,12 +159,27 @@ const databaseUrlConfig = Config.string("DATABASE_URL").pipe(
   )
 )
 
+/** DATABASE_POOL_SIZE and DATABASE_POOL_TIMEOUT_MS (or their flags): whole numbers in a sensible range. */
+const poolSizeCheck = { message: "Expected a whole number of connections from 1 to 1000", validation: (n: number) => n >= 1 && n <= 1000 }
+const poolTimeoutCheck = {
+  message: "Expected a whole number of milliseconds from 1 to 600000",
+  validation: (n: number) => n >= 1 && n <= 600_000
+}
+
+/** A flag's value, checked as its environment variable is. */
+const checkedFlag = (flag: string, value: Option.Option<number>, check: { readonly message: string; readonly validation: (n: number) => boolean }) =>
+  Option.isSome(value) && !check.validation(value.value)
+    ? Effect.fail(ConfigError.InvalidData([flag], check.message))
+    : Effect.succeed(value)
+
 /** Settings read once from the environment; CLI flags override them. */
 export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>() {
   static readonly fromEnv = (overrides: {
     readonly port?: Option.Option<number>
     readonly databasePath?: Option.Option<string>
     readonly databaseUrl?: Option.Option<string>
+    readonly databasePoolSize?: Option.Option<number>
+    readonly databasePoolTimeoutMs?: Option.Option<number>
   } = {}) =>
     Effect.gen(function*() {
       const envPort = yield* Config.port("PORT").pipe(Config.withDefault(8080))
@@ -176,6 +195,16 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         }
       }
       const databaseUrl = Option.orElse(Option.map(flagUrl, (url) => url.trim()), () => envUrl)
+      const envPoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.validate(poolSizeCheck), Config.option)
+      const poolSize = Option.orElse(
+        yield* checkedFlag("--database-pool-size", overrides.databasePoolSize ?? Option.none(), poolSizeCheck),
+        () => envPoolSize
+      )
+      const envPoolTimeout = yield* Config.integer("DATABASE_POOL_TIMEOUT_MS").pipe(Config.validate(poolTimeoutCheck), Config.option)
+      const poolTimeout = Option.orElse(
+        yield* checkedFlag("--database-pool-timeout-ms", overrides.databasePoolTimeoutMs ?? Option.none(), poolTimeoutCheck),
+        () => envPoolTimeout
+      )
       const publicBaseUrl = yield* Config.string("PUBLIC_BASE_URL").pipe(
         Config.withDefault(`http://localhost:${port}`)
       )
@@ -192,6 +221,8 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         port,
         databasePath,
         databaseUrl: Option.getOrUndefined(Option.map(databaseUrl, Redacted.make)),
+        ...(Option.isSome(poolSize) ? { databasePoolSize: poolSize.value } : {}),
+        ...(Option.isSome(poolTimeout) ? { databasePoolTimeoutMs: poolTimeout.value } : {}),
         publicBaseUrl: publicBaseUrl.replace(/\/+$/, ""),
         webhookAllowPrivateTargets,
         logLevel,

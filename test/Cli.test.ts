@@ -97,7 +97,7 @@ describe("operator CLI", () => {
     }))
 })
 
-describe("start-up with a DATABASE_URL that does not work", () => {
+describe("start-up with database settings that do not work", () => {
   const start = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
     const result = Bun.spawnSync(["bun", "run", "src/main.ts", ...args], {
       cwd: root,
@@ -135,6 +135,21 @@ describe("start-up with a DATABASE_URL that does not work", () => {
       expect(run.stderr.split("\n")).toHaveLength(1)
       expect(run.stderr).toMatch(/^error: .*(DATABASE_URL must start with postgres:\/\/ or postgresql:\/\/|--database-url is not a valid URL)/)
       expect(run.stderr).not.toContain("hunter2")
+    }
+  })
+
+  it("a pool size or pool timeout that is not a whole number in range: one line naming it, and exit 1", () => {
+    for (const [env, args, name] of [
+      [{ DATABASE_POOL_SIZE: "0" }, ["migrate"], "DATABASE_POOL_SIZE"],
+      [{ DATABASE_POOL_TIMEOUT_MS: "soon" }, ["migrate"], "DATABASE_POOL_TIMEOUT_MS"],
+      [{}, ["migrate", "--database-pool-size", "5000"], "--database-pool-size"],
+      [{}, ["migrate", "--database-pool-timeout-ms", "0"], "--database-pool-timeout-ms"]
+    ] as const) {
+      const run = start(args, { DATABASE_PATH: ":memory:", ...env })
+      expect([name, run.code]).toEqual([name, 1])
+      expect(run.stderr.split("\n")).toHaveLength(1)
+      expect(run.stderr).toMatch(/^error: /)
+      expect(run.stderr).toContain(name)
     }
   })
 })

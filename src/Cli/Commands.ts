@@ -19,17 +19,37 @@ const db = Options.all({
   url: Options.text("database-url").pipe(
     Options.withDescription("PostgreSQL database, postgres://… (overrides DATABASE_URL; then --db is not used)"),
     Options.optional
+  ),
+  poolSize: Options.integer("database-pool-size").pipe(
+    Options.withDescription("PostgreSQL connections per process, at most (overrides DATABASE_POOL_SIZE; default 10)"),
+    Options.optional
+  ),
+  poolTimeoutMs: Options.integer("database-pool-timeout-ms").pipe(
+    Options.withDescription(
+      "How long a request waits for a PostgreSQL connection before answering 503 (overrides DATABASE_POOL_TIMEOUT_MS; default 5000)"
+    ),
+    Options.optional
   )
 })
 const port = Options.integer("port").pipe(Options.withDescription("Port to listen on (overrides PORT)"), Options.optional)
 
+type Database = Command.Command.ParseConfig<{ readonly db: typeof db }>["db"]
+
+/** The configuration's overrides from the database options. */
+const databaseOverrides = (database: Database) => ({
+  databasePath: database.path,
+  databaseUrl: database.url,
+  databasePoolSize: database.poolSize,
+  databasePoolTimeoutMs: database.poolTimeoutMs
+})
+
 /** Runs an operator command against the configured, migrated database. */
 const withDatabase = <A, E, R>(
-  database: { readonly path: Option.Option<string>; readonly url: Option.Option<string> },
+  database: Database,
   effect: Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
-    const settings = yield* AppConfig.fromEnv({ databasePath: database.path, databaseUrl: database.url })
+    const settings = yield* AppConfig.fromEnv(databaseOverrides(database))
     return yield* effect.pipe(Effect.provide(CoreFor(settings)), Effect.provide(LoggingLive(settings)))
   })
 
@@ -37,7 +57,7 @@ const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pi
   Options.withDescription("Seed the demo workspace when missing and print an editor and a viewer key")
 ) }, ({ db, demo, port }) =>
   Effect.gen(function*() {
-    const settings = yield* AppConfig.fromEnv({ port, databasePath: db.path, databaseUrl: db.url })
+    const settings = yield* AppConfig.fromEnv({ port, ...databaseOverrides(db) })
     const program = Effect.gen(function*() {
       if (demo) {
         const seed = yield* seedDemo()

@@ -8,11 +8,13 @@ import {
 import { Cause, Effect, Metric, MetricLabel, Option } from "effect"
 import type { Drain } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
-import { isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
+import { isPgPoolExhausted, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
 import { requestIdOf } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
   HttpServerResponse.unsafeJson({ code, message }, { status })
+
+export const poolExhaustedMessage = "The service is busy: no database connection came free in time; nothing changed and the request may be retried."
 
 /** The documented error body for whatever the API's own encoder did not answer. */
 const unhandled = (request: HttpServerRequest.HttpServerRequest) => (cause: Cause.Cause<unknown>) => {
@@ -28,6 +30,12 @@ const unhandled = (request: HttpServerRequest.HttpServerRequest) => (cause: Caus
     return Effect.as(
       Effect.logWarning("database busy", cause),
       errorJson(503, "service_unavailable", "The service is busy; nothing changed and the request may be retried.")
+    )
+  }
+  if (isPgPoolExhausted(squashed)) {
+    return Effect.as(
+      Effect.logWarning("no database connection came free in time", cause),
+      errorJson(503, "service_unavailable", poolExhaustedMessage)
     )
   }
   if (isPgUnavailable(squashed)) {

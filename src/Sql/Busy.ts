@@ -34,5 +34,13 @@ export const isPgUnavailable = (error: unknown): boolean => {
   return false
 }
 
+/**
+ * True when no pooled PostgreSQL connection came free within the pool's acquire timeout
+ * (`DATABASE_POOL_TIMEOUT_MS`): the statement never ran.
+ */
+export const isPgPoolExhausted = (error: unknown): boolean =>
+  error instanceof SqlError.SqlError && error.message.startsWith("Failed to acquire connection") &&
+  error.cause instanceof Error && error.cause.message === "timeout exceeded when trying to connect"
+
 /** The database cannot answer now (busy or unreachable); the request may be retried. */
 export const isDatabaseUnavailable = (error: unknown): boolean => isSqliteBusy(error) || isPgUnavailable(error)

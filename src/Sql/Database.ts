@@ -1,8 +1,8 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient, SqlError, Statement } from "@effect/sql"
+import { SqlClient, type SqlConnection, SqlError, Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
-import { Context, Duration, Effect, Layer, Redacted, Schedule } from "effect"
+import { Context, Effect, Layer, Redacted, Schedule } from "effect"
 import * as Pg from "pg"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
@@ -185,22 +185,40 @@ const reasonOf = (cause: unknown): string => {
   return String(cause)
 }
 
-/** How long a new connection may take before the attempt fails (start-up, and when the pool grows). */
-const connectTimeout = Duration.seconds(5)
+/** How many connections a process keeps to PostgreSQL, and how long a statement waits for one. */
+export interface PoolSettings {
+  /** At most this many connections at once (`DATABASE_POOL_SIZE`, default 10). */
+  readonly size: number
+  /**
+   * How long a statement or transaction waits for a connection: a free one, or a new one being
+   * opened (`DATABASE_POOL_TIMEOUT_MS`, default 5000). Past it the statement fails without having
+   * run, and a request answers 503 `service_unavailable`.
+   */
+  readonly acquireTimeoutMs: number
+}
+
+export const DEFAULT_POOL: PoolSettings = { size: 10, acquireTimeoutMs: 5000 }
+
+/** The pool settings of the configuration, defaults filled in. */
+export const poolSettings = (config: AppSettings): PoolSettings => ({
+  size: config.databasePoolSize ?? DEFAULT_POOL.size,
+  acquireTimeoutMs: config.databasePoolTimeoutMs ?? DEFAULT_POOL.acquireTimeoutMs
+})
 
 /**
  * The pool behind the PostgreSQL client, checked with one statement at start-up: a URL that
  * cannot be reached fails the start with one line naming the host (never the password).
  */
-const acquirePool = (url: Redacted.Redacted<string>, maxConnections: number) =>
+const acquirePool = (url: Redacted.Redacted<string>, settings: PoolSettings) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
         const pool = new Pg.Pool({
           connectionString: Redacted.value(url),
           application_name: "survey-service",
-          connectionTimeoutMillis: Duration.toMillis(connectTimeout),
-          max: maxConnections,
+          // pg's pool bounds both waits with this one setting: for a free connection, and for a new one to open.
+          connectionTimeoutMillis: settings.acquireTimeoutMs,
+          max: settings.size,
           types: pgTypes,
           Client: ServiceClient
         })
@@ -223,9 +241,12 @@ const acquirePool = (url: Redacted.Redacted<string>, maxConnections: number) =>
     (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
   )
 
-/** How the service talks to PostgreSQL at `url`. */
-export const pgClientOptions = (url: Redacted.Redacted<string>, maxConnections = 10): PgClient.PgClientFromPoolOptions => ({
-  acquire: acquirePool(url, maxConnections),
+/** How the service talks to PostgreSQL at `url`; `pool` as settings, or a size with the default timeout. */
+export const pgClientOptions = (
+  url: Redacted.Redacted<string>,
+  pool: PoolSettings | number = DEFAULT_POOL
+): PgClient.PgClientFromPoolOptions => ({
+  acquire: acquirePool(url, typeof pool === "number" ? { ...DEFAULT_POOL, size: pool } : pool),
   applicationName: "survey-service",
   transformQueryNames: camelToSnake,
   transformResultNames: snakeToCamel,
@@ -233,9 +254,54 @@ export const pgClientOptions = (url: Redacted.Redacted<string>, maxConnections =
   types: pgTypes
 })
 
+/**
+ * A connection whose statements, once sent, run to their end even when the fiber that sent them
+ * is interrupted (a client that closed its request, a timeout): the interruption takes effect
+ * after the statement, where a transaction then rolls back on its own connection.
+ *
+ * `@effect/sql-pg` answers the interruption of a statement in flight with
+ * `SELECT pg_cancel_backend(pid)` sent through the same pool, and keeps the connection until that
+ * statement has run. Under load every connection is taken, often by transactions queued behind a
+ * row lock that the interrupted transaction holds (a survey's `response_clock` row), so the
+ * cancel waited for a connection that could only come free after it: the pool stood still until
+ * the library gave up on the cancel after 5 s, and the cancel, still queued, later ran against
+ * whatever statement that backend served by then, another request's. Completions under sustained
+ * load answered nothing at all (docs/performance-scale.md). A statement is never cancelled here,
+ * so an interrupted request needs no connection beyond its own.
+ */
+const steady = (connection: SqlConnection.Connection): SqlConnection.Connection => ({
+  execute: (sql, params, transformRows) => Effect.uninterruptible(connection.execute(sql, params, transformRows)),
+  executeRaw: (sql, params) => Effect.uninterruptible(connection.executeRaw(sql, params)),
+  executeValues: (sql, params) => Effect.uninterruptible(connection.executeValues(sql, params)),
+  executeUnprepared: (sql, params, transformRows) =>
+    Effect.uninterruptible(connection.executeUnprepared(sql, params, transformRows)),
+  // A stream's cursor is closed by its scope, which needs no other connection.
+  executeStream: (sql, params, transformRows) => connection.executeStream(sql, params, transformRows)
+})
+
+/**
+ * The PostgreSQL client: `@effect/sql-pg`'s connections from the pool, each taken for one
+ * statement or one transaction and made `steady`. Taking a connection cannot be interrupted
+ * either (a connection the pool hands to a fiber that stopped waiting would never go back);
+ * it ends when one is free or after the pool's acquire timeout.
+ */
+const steadyPgClient = (url: Redacted.Redacted<string>, pool: PoolSettings) =>
+  Effect.gen(function*() {
+    const base = yield* PgClient.fromPool(pgClientOptions(url, pool))
+    const connection = Effect.map(Effect.uninterruptible(base.reserve), steady)
+    return yield* SqlClient.make({
+      acquirer: connection,
+      transactionAcquirer: connection,
+      compiler: PgClient.makeCompiler(camelToSnake, false),
+      transformRows: Statement.defaultTransforms(snakeToCamel, false).array,
+      spanAttributes: [["db.system.name", "postgresql"]]
+    })
+  })
+
 /** The PostgreSQL database at `url`: a pool of connections, checked once at start-up. */
-const PgLive = (url: Redacted.Redacted<string>) =>
-  PgClient.layerFromPool(pgClientOptions(url)).pipe(
+const PgLive = (url: Redacted.Redacted<string>, pool: PoolSettings) =>
+  Layer.scopedContext(Effect.map(steadyPgClient(url, pool), (client) => Context.make(SqlClient.SqlClient, client))).pipe(
+    Layer.provide(Reactivity.layer),
     Layer.mapError((error) => new Error(error.message))
   )
 
@@ -243,6 +309,6 @@ const PgLive = (url: Redacted.Redacted<string>) =>
 export const SqlLive: Layer.Layer<SqlClient.SqlClient, unknown, AppConfig> = Layer.unwrapEffect(
   Effect.map(AppConfig, (config): Layer.Layer<SqlClient.SqlClient, unknown> =>
     config.databaseUrl !== undefined
-      ? PgLive(config.databaseUrl)
+      ? PgLive(config.databaseUrl, poolSettings(config))
       : SqliteLive(config.databasePath, busyTimeoutMs(config)))
 )

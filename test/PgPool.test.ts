@@ -1,0 +1,139 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Option, Redacted, Scope } from "effect"
+import * as Pg from "pg"
+import { AppConfig } from "../src/Config.js"
+import { poolExhaustedMessage } from "../src/Http/Server.js"
+import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
+import { ResponseWriter } from "../src/Respondents/ResponseWriter.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { call, get, TestDatabase, testDatabase, TestServer } from "./support/TestServer.js"
+import { eventually } from "./support/WebhookReceiver.js"
+
+/** A finished save of `srv_main` (its one required question answered). */
+const finished = { answers: [{ questionId: "q_pick", values: ["a"] }], finished: true }
+
+/** A respondent of `srv_main`, as a survey page would have made one. */
+const respondent = Effect.gen(function*() {
+  const tokens = yield* RespondentTokens
+  const token = yield* tokens.issue({ surveyId: "srv_main", embedSessionId: null, externalUserId: null })
+  return { token, context: Option.getOrThrow(yield* tokens.resolve(token)) }
+})
+
+const storedResponses = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(
+    sql<{ readonly n: number }>`SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_main'`.pipe(Effect.orDie),
+    (rows) => rows[0]?.n ?? -1
+  ))
+
+/** A connection to the test's database of the test's own, outside the service's pool. */
+const outside = Effect.acquireRelease(
+  Effect.flatMap(AppConfig, (config) =>
+    Effect.promise(async () => {
+      const client = new Pg.Client({ connectionString: Redacted.value(config.databaseUrl ?? Redacted.make("")) })
+      await client.connect()
+      return client
+    })),
+  (client) => Effect.promise(() => client.end())
+)
+
+/** How many of the service's connections wait for a lock right now. */
+const waitingOnLocks = (client: Pg.Client) =>
+  Effect.promise(async () => {
+    const result = await client.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND application_name = 'survey-service' AND wait_event_type = 'Lock'`
+    )
+    return Number(result.rows[0]?.n ?? -1)
+  })
+
+/** Lets the fibers scheduled so far run (an interruption sent a moment ago is taken by its fiber). */
+const settle = Effect.gen(function*() {
+  for (let i = 0; i < 5; i++) {
+    yield* Effect.yieldNow()
+    yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 0)))
+  }
+})
+
+// PostgreSQL only: SQLite has one connection and no pool.
+describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
+  // The clock stands still (TestClock): a wait that only a timer could end never ends.
+  it.effect("a save interrupted while it waits for its survey's clock row gives its connection back; the saves queued behind it answer", () =>
+    Effect.gen(function*() {
+      const writer = yield* ResponseWriter
+      const before = yield* storedResponses
+      const holder = yield* outside
+      // pg_stat_activity is read outside any transaction: inside one it keeps its first answer.
+      const observer = yield* outside
+      // Another writer of the survey holds its clock row, as a save in progress does.
+      yield* Effect.promise(() =>
+        holder.query(`INSERT INTO response_clock (survey_id, last_updated_at) VALUES ('srv_main', '') ON CONFLICT DO NOTHING`)
+      )
+      yield* Effect.promise(() => holder.query("BEGIN"))
+      yield* Effect.promise(() => holder.query(`SELECT * FROM response_clock WHERE survey_id = 'srv_main' FOR UPDATE`))
+
+      // Two saves take the pool's two connections and queue behind that lock.
+      const first = yield* respondent
+      const second = yield* respondent
+      const interrupted = yield* Effect.fork(writer.create(first.context, finished))
+      yield* eventually(waitingOnLocks(observer), (n) => n === 1)
+      const queued = yield* Effect.fork(writer.create(second.context, finished))
+      yield* eventually(waitingOnLocks(observer), (n) => n === 2)
+
+      // The first one's request goes away while its statement waits; then the lock comes free.
+      yield* Fiber.interruptFork(interrupted)
+      yield* settle
+      yield* Effect.promise(() => holder.query("COMMIT"))
+
+      const saved = yield* Fiber.join(queued)
+      expect(saved.created).toBe(true)
+      expect(Exit.isInterrupted(yield* Fiber.await(interrupted))).toBe(true)
+      // The interrupted save stored nothing; the pool serves the next save.
+      const third = yield* respondent
+      yield* writer.create(third.context, finished)
+      expect(yield* storedResponses).toBe(before + 2)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestDatabase(baseFixture, { databasePoolSize: 2, databasePoolTimeoutMs: 600_000 }))
+    ))
+
+  it.effect("a save needs one connection: with a pool of one, concurrent completions all answer 201", () =>
+    Effect.gen(function*() {
+      const before = yield* storedResponses
+      const respondents = yield* Effect.all(Array.from({ length: 6 }, () => respondent))
+      const answers = yield* Effect.forEach(
+        respondents,
+        (r) => call("POST", "/respond/v1/responses", { token: r.token, body: JSON.stringify(finished) }),
+        { concurrency: "unbounded" }
+      )
+      expect(answers.map((a) => a.status)).toEqual(respondents.map(() => 201))
+      expect(yield* storedResponses).toBe(before + respondents.length)
+    }).pipe(Effect.provide(TestServer(baseFixture, { databasePoolSize: 1, databasePoolTimeoutMs: 600_000 }))))
+
+  it.effect("a request that gets no connection within the pool's timeout answers 503 and changes nothing; the next one is served once a connection is free", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const before = yield* storedResponses
+      const { token } = yield* respondent
+      // The pool's only connection, taken as a long transaction would take it.
+      const held = yield* Scope.make()
+      yield* Scope.extend(sql.reserve, held)
+
+      const refused = [
+        yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) }),
+        yield* get("/api/v1/surveys", TOKENS.editor),
+        yield* get("/api/v1/surveys/srv_main/responses", TOKENS.editor)
+      ]
+      for (const res of refused) {
+        expect(res.status).toBe(503)
+        expect(res.body).toEqual({ code: "service_unavailable", message: poolExhaustedMessage })
+      }
+
+      yield* Scope.close(held, Exit.void)
+      expect(yield* storedResponses).toBe(before)
+      const saved = yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) })
+      expect(saved.status).toBe(201)
+      expect((yield* get("/api/v1/surveys", TOKENS.editor)).status).toBe(200)
+      expect(yield* storedResponses).toBe(before + 1)
+    }).pipe(Effect.provide(TestServer(baseFixture, { databasePoolSize: 1, databasePoolTimeoutMs: 100 }))))
+})
