@@ -12,6 +12,10 @@ export interface TelemetrySettings {
   readonly spanExportDelay: Duration.Duration
   /** `OTEL_METRIC_EXPORT_INTERVAL` in ms (default 10000). */
   readonly metricExportInterval: Duration.Duration
+  /** `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (default 512): spans sent at once when that many are waiting. */
+  readonly spanBatchSize: number
+  /** `OTEL_EXPORTER_OTLP_TIMEOUT` in ms (default 10000): how long an export waits for the collector's answer. */
+  readonly exportTimeout: Duration.Duration
 }
 
 export interface AppSettings {
@@ -99,7 +103,12 @@ const telemetryConfig = Effect.gen(function*() {
       )
     ),
     spanExportDelay: millis("OTEL_BSP_SCHEDULE_DELAY", 5000),
-    metricExportInterval: millis("OTEL_METRIC_EXPORT_INTERVAL", 10_000)
+    metricExportInterval: millis("OTEL_METRIC_EXPORT_INTERVAL", 10_000),
+    spanBatchSize: Config.integer("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(
+      Config.withDefault(512),
+      Config.validate({ message: "Expected a whole number of spans from 1 to 100000", validation: (n) => n >= 1 && n <= 100_000 })
+    ),
+    exportTimeout: millis("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)
   })
   return Option.some<TelemetrySettings>({ endpoint, ...rest })
 })

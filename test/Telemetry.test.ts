@@ -1,8 +1,25 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Either, Option, Redacted, Schema, Stream, SubscriptionRef } from "effect"
+import {
+  ConfigProvider,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Logger,
+  Metric,
+  Option,
+  Redacted,
+  Schema,
+  Stream,
+  SubscriptionRef,
+  TestClock
+} from "effect"
 import { AppConfig, parseOtlpHeaders } from "../src/Config.js"
+import { exportsDropped, spansDropped } from "../src/Telemetry/BoundedExport.js"
+import { telemetryLayer } from "../src/Telemetry/Telemetry.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { get, TestServer, testDatabase } from "./support/TestServer.js"
+import { receiver } from "./support/WebhookReceiver.js"
 
 interface Export {
   readonly path: string
@@ -98,7 +115,9 @@ describe("OpenTelemetry export over OTLP/HTTP", () => {
           serviceName: "survey-service-test",
           headers: Redacted.make({ "x-collector-key": "collector-secret" }),
           spanExportDelay: Duration.millis(50),
-          metricExportInterval: Duration.millis(50)
+          metricExportInterval: Duration.millis(50),
+          spanBatchSize: 512,
+          exportTimeout: Duration.seconds(10)
         }
       }
       yield* Effect.gen(function*() {
@@ -170,18 +189,24 @@ describe("OTEL_* settings", () => {
       expect(defaults?.serviceName).toBe("survey-service")
       expect(Duration.toMillis(defaults?.spanExportDelay ?? Duration.zero)).toBe(5000)
       expect(Duration.toMillis(defaults?.metricExportInterval ?? Duration.zero)).toBe(10_000)
+      expect(defaults?.spanBatchSize).toBe(512)
+      expect(Duration.toMillis(defaults?.exportTimeout ?? Duration.zero)).toBe(10_000)
       const set = (yield* read({
         OTEL_EXPORTER_OTLP_ENDPOINT: "https://otlp.example.com",
         OTEL_SERVICE_NAME: "surveys-eu",
         OTEL_EXPORTER_OTLP_HEADERS: "api-key=abc%3D%3D,X-Tenant=eu",
         OTEL_BSP_SCHEDULE_DELAY: "1000",
-        OTEL_METRIC_EXPORT_INTERVAL: "60000"
+        OTEL_METRIC_EXPORT_INTERVAL: "60000",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "100",
+        OTEL_EXPORTER_OTLP_TIMEOUT: "2500"
       })).telemetry
       expect(set?.serviceName).toBe("surveys-eu")
       expect(set === undefined ? undefined : Redacted.value(set.headers)).toEqual({ "api-key": "abc==", "x-tenant": "eu" })
       expect(String(set?.headers)).not.toContain("abc")
       expect(Duration.toMillis(set?.spanExportDelay ?? Duration.zero)).toBe(1000)
       expect(Duration.toMillis(set?.metricExportInterval ?? Duration.zero)).toBe(60_000)
+      expect(set?.spanBatchSize).toBe(100)
+      expect(Duration.toMillis(set?.exportTimeout ?? Duration.zero)).toBe(2500)
     }))
 
   it.effect("malformed values are refused rather than ignored", () =>
@@ -190,10 +215,79 @@ describe("OTEL_* settings", () => {
         { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" },
         { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_BSP_SCHEDULE_DELAY: "0" },
         { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_METRIC_EXPORT_INTERVAL: "soon" },
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0" },
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_TIMEOUT: "-5" },
         { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "no-equals-sign" }
       ]) {
         expect(Either.isLeft(yield* Effect.either(read(env))), JSON.stringify(env)).toBe(true)
       }
       expect(parseOtlpHeaders("a=%ZZ")._tag).toBe("Left")
+    }))
+})
+
+/**
+ * A collector on 127.0.0.1 that takes every trace export and never answers it; `aborted` is done
+ * when the exporter gives one up. Metric exports are answered, so that the test's shutdown flushes them.
+ */
+const silentCollector = Effect.gen(function*() {
+  const aborted = yield* Deferred.make<void>()
+  const collector = yield* receiver((request) => {
+    if (new URL(request.url).pathname !== "/v1/traces") return Response.json({})
+    request.signal.addEventListener("abort", () => Effect.runSync(Deferred.succeed(aborted, undefined)))
+    return new Promise<Response>(() => {})
+  })
+  return { ...collector, url: `http://127.0.0.1:${collector.port}`, aborted: Deferred.await(aborted) }
+})
+
+describe("OTLP export to a collector that never answers", () => {
+  it.scoped("keeps one export outstanding per signal; later batches are dropped, counted and logged once", () =>
+    Effect.gen(function*() {
+      const otlp = yield* silentCollector
+      const warnings = yield* SubscriptionRef.make<ReadonlyArray<string>>([])
+      const capture = Logger.make(({ logLevel, message }) => {
+        if (logLevel._tag === "Warning") Effect.runSync(SubscriptionRef.update(warnings, (all) => [...all, String(message)]))
+      })
+      const awaitWarning = (part: string) =>
+        warnings.changes.pipe(Stream.filter((all) => all.some((m) => m.includes(part))), Stream.runHead)
+      const timeout = Duration.seconds(30)
+      const settings = {
+        endpoint: otlp.url,
+        serviceName: "survey-service-test",
+        headers: Redacted.make({}),
+        spanExportDelay: Duration.hours(1),
+        metricExportInterval: Duration.hours(1),
+        spanBatchSize: 2,
+        exportTimeout: timeout
+      }
+      const spans = (count: number) =>
+        Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => Effect.withSpan(Effect.void, `work ${i}`), {
+          discard: true
+        })
+      const droppedSpans = Effect.map(Metric.value(spansDropped), (state) => state.count)
+      const droppedExports = Effect.map(
+        Metric.value(Metric.tagged(Metric.tagged(exportsDropped, "signal", "traces"), "reason", "outstanding")),
+        (state) => state.count
+      )
+      const before = { spans: yield* droppedSpans, exports: yield* droppedExports }
+
+      yield* Effect.gen(function*() {
+        // The first full batch goes out, and stays unanswered.
+        yield* spans(2)
+        yield* otlp.receivedAtLeast(1)
+        // The next one finds it outstanding: dropped, counted, logged.
+        yield* spans(2)
+        yield* awaitWarning("has not answered the last traces export")
+        // Many more batches: none reaches the collector while the first is outstanding.
+        yield* spans(200)
+        expect(yield* otlp.received).toHaveLength(1)
+        expect((yield* droppedExports) - before.exports).toBeGreaterThanOrEqual(1)
+        expect((yield* droppedSpans) - before.spans).toBeGreaterThanOrEqual(2)
+        expect((yield* SubscriptionRef.get(warnings)).filter((m) => m.includes("has not answered"))).toHaveLength(1)
+
+        // The outstanding export is given up after the timeout: the connection is closed.
+        yield* TestClock.adjust(timeout)
+        yield* awaitWarning("did not answer a traces export within")
+        yield* otlp.aborted
+      }).pipe(Effect.provide(telemetryLayer(settings)), Effect.provide(Logger.add(capture)))
     }))
 })
