@@ -133,6 +133,38 @@ for (const [name, limiterLayer] of variants) {
 }
 
 describe("RateLimiter storage", () => {
+  it.effect("usage counts what every process admitted: counters held in memory answer only while the stored day count confirms them", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "quota-usage-"))
+      const file = join(dir, "survey.db")
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const start = () =>
+        Effect.map(
+          Layer.build(RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath: file })))),
+          (context) => Context.get(context, RateLimiter)
+        )
+      const key = keyOf("acc_two", { burstLimit: 100, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 1000 })
+      yield* at("2026-07-01T08:00:00.000Z")
+      const one = yield* start()
+      const two = yield* start()
+      const admitted = (limiter: RateLimiter["Type"], n: number) =>
+        Effect.forEach(Array.from({ length: n }), () => limiter.admit(key), { discard: true })
+      yield* admitted(one, 3)
+      expect(yield* one.usage(key)).toMatchObject({ usedToday: 3, usedThisMonth: 3, usedInBurstWindow: 3 })
+      // The other process counts: the first one's counters in memory are no longer the stored ones.
+      yield* admitted(two, 2)
+      expect(yield* one.usage(key)).toMatchObject({ usedToday: 5, usedThisMonth: 5, usedInBurstWindow: 5 })
+      yield* advance("30 seconds")
+      yield* admitted(one, 1)
+      expect(yield* one.usage(key)).toMatchObject({ usedToday: 6, usedInBurstWindow: 6 })
+      expect(yield* two.usage(key)).toMatchObject({ usedToday: 6, usedThisMonth: 6, usedInBurstWindow: 6 })
+      // The window slides in both: the first five requests leave it together.
+      yield* advance("30 seconds")
+      expect(yield* one.usage(key)).toMatchObject({ usedToday: 6, usedInBurstWindow: 1 })
+      expect(yield* two.usage(key)).toMatchObject({ usedToday: 6, usedInBurstWindow: 1 })
+    }).pipe(Effect.scoped))
+
+
   it.effect("every admitted request is on disk before it is answered; a restart (or a crash) carries on with the day, month and burst window", () =>
     Effect.gen(function*() {
       const dir = mkdtempSync(join(tmpdir(), "quota-restart-"))

@@ -6,7 +6,7 @@ import type { ApiKeyContext } from "../Auth/CurrentKey.js"
 import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
 import { AccountUsage, burstWindowMs, type Decision, type RateLimitHeaders } from "./AccountUsage.js"
 import { nextUtcMidnight, utcDay } from "./Calendar.js"
-import { type BatchAccount, type CountedRequest, type Decider, UsageStore, UsageStoreMemory } from "./UsageStore.js"
+import { type BatchAccount, type CountedRequest, type Decider, type UsageCounts, UsageStore, UsageStoreMemory } from "./UsageStore.js"
 
 /** The numbers of GET /usage (api-v1 §2.9). */
 export interface UsageReport {
@@ -50,6 +50,16 @@ const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
 const refusedLimited = Metric.tagged(quotaRefusals, "reason", "rate_limited")
 const refusedBusy = Metric.tagged(quotaRefusals, "reason", "service_unavailable")
 
+/**
+ * Resumes once the event loop has run the callbacks of the I/O it already received: under load,
+ * the requests that came in with the same poll have then reached the limiter and join the batch.
+ * (A turn of the fiber scheduler is not enough: it runs before the server is handed the next
+ * request, so each batch held one request.)
+ */
+const afterReceivedIo = Effect.async<void>((resume) => {
+  setImmediate(() => resume(Effect.void))
+})
+
 /** Requests decided together in one transaction, and their decisions in the same order. */
 interface Batch {
   readonly keys: Array<ApiKeyContext>
@@ -69,9 +79,9 @@ const busy = () => new ServiceUnavailable({ message: "The service is busy; nothi
  * Exact across every process on the database. A request is decided inside a transaction that
  * holds the account's day row locked (on SQLite, the database's write lock), so no other
  * process decides for the account meanwhile, and its count is stored before it is answered.
- * Requests that arrive before a transaction starts (while the one before runs, or while the
- * process's other fibers have their turn) are decided together in it, in arrival order: under
- * load one transaction serves many requests.
+ * Requests that arrive before a transaction starts (while the one before runs, or until the
+ * event loop has handed the server the requests it already received) are decided together in
+ * it, in arrival order: under load one transaction serves many requests.
  *
  * The counters of an account stay in memory between transactions. The locked day row tells
  * whether they are still exact: every admitted request adds to it, so when its count is the
@@ -88,6 +98,8 @@ export const makeRateLimiter = Effect.gen(function*() {
   // The batch still taking requests: the next transaction's.
   let open: Batch | undefined
   const turn = yield* Effect.makeSemaphore(1)
+  // Batches being stored (0 or 1): meanwhile the counters in memory may hold decisions not yet stored.
+  let settling = 0
 
   /** Decides `batch` in one transaction of the store; answers each request's decision and the counters used. */
   const decideAll = (batch: ReadonlyArray<ApiKeyContext>, now: number) => {
@@ -138,11 +150,13 @@ export const makeRateLimiter = Effect.gen(function*() {
    */
   const run = (batch: Batch) =>
     Effect.zipRight(
-      Effect.yieldNow(),
+      afterReceivedIo,
       turn.withPermits(1)(Effect.gen(function*() {
         if (open === batch) open = undefined
         const now = yield* Clock.currentTimeMillis
+        settling += 1
         const outcome = yield* Effect.exit(decideAll(batch.keys, now))
+        settling -= 1
         if (Exit.isSuccess(outcome)) {
           for (const [accountId, usage] of outcome.value.synced) known.set(accountId, { usage, day: utcDay(now) })
           Deferred.unsafeDone(batch.decided, Exit.succeed(outcome.value.decisions))
@@ -189,10 +203,23 @@ export const makeRateLimiter = Effect.gen(function*() {
       )
     )
 
+  /**
+   * The counts as stored now. When the account's counters in memory are current (the stored day
+   * count is the one this process last stored, and no batch of this process is being stored),
+   * they are the stored ones, burst window included, and one indexed read confirms it; otherwise
+   * the counts are read from the store.
+   */
   const usage = Effect.fnUntraced(function*(key: ApiKeyContext) {
     const now = yield* Clock.currentTimeMillis
-    const stored = yield* store.load(key.accountId, now, burstWindowMs(key.quota))
-    const counts = new AccountUsage(stored, now).current(now, key.quota)
+    const windowMs = burstWindowMs(key.quota)
+    const cached = known.get(key.accountId)
+    let counts: UsageCounts | undefined
+    if (cached !== undefined && cached.day === utcDay(now) && settling === 0) {
+      const held = cached.usage.current(now, key.quota)
+      const stored = yield* store.dayCount(key.accountId, now)
+      if (stored === held.today && settling === 0) counts = held
+    }
+    if (counts === undefined) counts = yield* store.counts(key.accountId, now, windowMs)
     return {
       burstLimit: key.quota.burstLimit,
       burstWindowMinutes: key.quota.burstWindowMinutes,

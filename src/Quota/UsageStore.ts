@@ -4,7 +4,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
 import { isDatabaseUnavailable, isSqliteBusy } from "../Sql/Busy.js"
-import { num } from "../Sql/Rows.js"
+import { nullableNum, num } from "../Sql/Rows.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
 
@@ -32,10 +32,19 @@ export interface Decider {
   readonly decide: (reloaded: ReadonlyMap<string, StoredUsage>) => ReadonlyArray<CountedRequest>
 }
 
+/** What GET /usage reports of an account, as stored. */
+export interface UsageCounts {
+  readonly today: number
+  readonly thisMonth: number
+  readonly inBurst: number
+}
+
 /** Where the quota counters live, shared by every process on the database. */
 export interface UsageStoreShape {
+  /** The stored count of the UTC day holding `now` (0 when nothing was counted). One indexed read. */
+  readonly dayCount: (accountId: string, now: number) => Effect.Effect<number, ServiceUnavailable>
   /** The counts of the day and month holding `now`, and the requests in the burst window ending at `now`. */
-  readonly load: (accountId: string, now: number, windowMs: number) => Effect.Effect<StoredUsage, ServiceUnavailable>
+  readonly counts: (accountId: string, now: number, windowMs: number) => Effect.Effect<UsageCounts, ServiceUnavailable>
   /**
    * One transaction holding each account's day row locked (on SQLite, the database's write lock)
    * while `decider` decides and its admitted requests are recorded: no other process decides for
@@ -123,6 +132,12 @@ export const UsageStoreSql = Layer.effect(
       execute: ({ accountId, after }) =>
         sql`SELECT at_ms, count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after} ORDER BY at_ms`
     })
+    const burstCount = SqlSchema.single({
+      Request: Schema.Struct({ accountId: Schema.String, after: Schema.Number }),
+      Result: DayCount,
+      execute: ({ accountId, after }) =>
+        sql`SELECT COALESCE(SUM(count), 0) AS count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after}`
+    })
     // A write, so that the row stays locked until commit (PostgreSQL); on SQLite the transaction
     // already holds the database's write lock.
     const lockDay = SqlSchema.single({
@@ -142,8 +157,16 @@ export const UsageStoreSql = Layer.effect(
         return stored(today._tag === "Some" ? today.value.count : 0, thisMonth.count, rows)
       })
 
-    const load = (accountId: string, now: number, windowMs: number) =>
-      loadRows(accountId, now, windowMs).pipe(busyOrDie, Effect.withSpan("UsageStore.load"))
+    const todayCount = (accountId: string, now: number) =>
+      Effect.map(dayCount({ accountId, day: utcDay(now) }), (row) => row._tag === "Some" ? row.value.count : 0)
+
+    const counts = (accountId: string, now: number, windowMs: number) =>
+      Effect.gen(function*() {
+        const today = yield* todayCount(accountId, now)
+        const thisMonth = yield* monthCount({ accountId, month: utcMonth(now) })
+        const inBurst = yield* burstCount({ accountId, after: now - windowMs })
+        return { today, thisMonth: thisMonth.count, inBurst: inBurst.count } satisfies UsageCounts
+      }).pipe(busyOrDie, Effect.withSpan("UsageStore.counts"))
 
     const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
       Effect.gen(function*() {
@@ -171,7 +194,7 @@ export const UsageStoreSql = Layer.effect(
         Effect.withSpan("UsageStore.settle")
       )
 
-    return { load, settle }
+    return UsageStore.of({ dayCount: (accountId, now) => busyOrDie(todayCount(accountId, now)), counts, settle })
   })
 )
 
@@ -201,6 +224,10 @@ const sqliteFileStore = (path: string, busyTimeoutMs: number) =>
       "SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = ? AND day >= ? AND day <= ?"
     )
     const burstRows = db.query("SELECT at_ms, count FROM usage_burst WHERE account_id = ? AND at_ms > ? ORDER BY at_ms")
+    const allCounts = db.query(`SELECT
+        (SELECT count FROM usage_daily WHERE account_id = ?1 AND day = ?2),
+        (SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = ?1 AND day >= ?3 AND day <= ?4),
+        (SELECT COALESCE(SUM(count), 0) FROM usage_burst WHERE account_id = ?1 AND at_ms > ?5)`)
     const lockDay = db.query(`INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, 0)
       ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count RETURNING count`)
     const addDay = db.query(`INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, ?)
@@ -261,13 +288,30 @@ const sqliteFileStore = (path: string, busyTimeoutMs: number) =>
       return attempt
     }
 
-    const load = (accountId: string, now: number, windowMs: number) => withRetries(() => loadNow(accountId, now, windowMs))
+    const dayCountNow = (accountId: string, now: number) => {
+      const row = dayCount.values(accountId, utcDay(now))[0]
+      return row === undefined ? 0 : num(row, 0, "count")
+    }
+
+    const countsNow = (accountId: string, now: number, windowMs: number): UsageCounts => {
+      const month = utcMonth(now)
+      const row = allCounts.values(accountId, utcDay(now), `${month}-01`, `${month}-31`, now - windowMs)[0] ?? []
+      return {
+        today: nullableNum(row, 0, "today") ?? 0,
+        thisMonth: num(row, 1, "this_month"),
+        inBurst: num(row, 2, "in_burst")
+      }
+    }
 
     // On every request's path (one call per batch): no span of its own.
     const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
       withRetries(() => settleNow(now, accounts, decider))
 
-    return UsageStore.of({ load, settle })
+    return UsageStore.of({
+      dayCount: (accountId, now) => withRetries(() => dayCountNow(accountId, now)),
+      counts: (accountId, now, windowMs) => withRetries(() => countsNow(accountId, now, windowMs)),
+      settle
+    })
   })
 
 /**
@@ -303,7 +347,12 @@ export const UsageStoreMemory = Layer.sync(UsageStore, () => {
     }
   }
   return {
-    load: (accountId, now, windowMs) => Effect.sync(() => loadNow(accountId, now, windowMs)),
+    dayCount: (accountId, now) => Effect.sync(() => daily.get(`${accountId}\u0000${utcDay(now)}`) ?? 0),
+    counts: (accountId, now, windowMs) =>
+      Effect.sync(() => {
+        const stored = loadNow(accountId, now, windowMs)
+        return { today: stored.dayCount, thisMonth: stored.monthCount, inBurst: stored.burst.length }
+      }),
     // One process, and the limiter settles one batch at a time: nothing can interleave.
     settle: (now, accounts, decider) =>
       Effect.sync(() => {
