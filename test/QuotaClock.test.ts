@@ -133,20 +133,31 @@ for (const [name, limiterLayer] of variants) {
 }
 
 describe("RateLimiter storage", () => {
-  it.effect("usage counts what every process admitted: counters held in memory answer only while the stored day count confirms them", () =>
+  /** A database file of its own for the test, and a way to start limiters (processes) over it, each closed by its scope. */
+  const sharedFile = (prefix: string) =>
     Effect.gen(function*() {
-      const dir = mkdtempSync(join(tmpdir(), "quota-usage-"))
+      const dir = mkdtempSync(join(tmpdir(), prefix))
       const file = join(dir, "survey.db")
       yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
       const start = () =>
-        Effect.map(
-          Layer.build(RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath: file })))),
-          (context) => Context.get(context, RateLimiter)
-        )
+        Effect.gen(function*() {
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(
+            RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath: file }))),
+            scope
+          )
+          return { scope, limiter: Context.get(context, RateLimiter) }
+        })
+      return { file, start }
+    })
+
+  it.effect("usage counts what every process admitted: counters held in memory answer only while the stored day count confirms them", () =>
+    Effect.gen(function*() {
+      const { start } = yield* sharedFile("quota-usage-")
       const key = keyOf("acc_two", { burstLimit: 100, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 1000 })
       yield* at("2026-07-01T08:00:00.000Z")
-      const one = yield* start()
-      const two = yield* start()
+      const one = (yield* start()).limiter
+      const two = (yield* start()).limiter
       const admitted = (limiter: RateLimiter["Type"], n: number) =>
         Effect.forEach(Array.from({ length: n }), () => limiter.admit(key), { discard: true })
       yield* admitted(one, 3)
@@ -164,21 +175,9 @@ describe("RateLimiter storage", () => {
       expect(yield* two.usage(key)).toMatchObject({ usedToday: 6, usedInBurstWindow: 1 })
     }).pipe(Effect.scoped))
 
-
   it.effect("every admitted request is on disk before it is answered; a restart (or a crash) carries on with the day, month and burst window", () =>
     Effect.gen(function*() {
-      const dir = mkdtempSync(join(tmpdir(), "quota-restart-"))
-      const file = join(dir, "survey.db")
-      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-      const start = () =>
-        Effect.gen(function*() {
-          const scope = yield* Scope.make()
-          const context = yield* Layer.buildWithScope(
-            RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath: file }))),
-            scope
-          )
-          return { scope, limiter: Context.get(context, RateLimiter) }
-        })
+      const { file, start } = yield* sharedFile("quota-restart-")
       const key = keyOf("acc_durable", { burstLimit: 5, burstWindowMinutes: 1, dailyLimit: 100, monthlyLimit: 1000 })
       const admit = (limiter: RateLimiter["Type"]) =>
         Effect.map(Effect.either(limiter.admit(key)), (r) => Either.isRight(r) ? "ok" : r.left)
