@@ -12,7 +12,7 @@ import {
   type QuestionDef,
   type ResponseInput
 } from "./Compute.js"
-import { positional } from "../Sql/Dialect.js"
+import { positional, readSettled } from "../Sql/Dialect.js"
 
 const chunk = 500
 
@@ -297,9 +297,15 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     )
     /** Drops consumed changes: the aggregator is the log's only reader, and its position only grows. */
     const pruneChanges = (upTo: number) => sql`DELETE FROM response_changes WHERE seq <= ${upTo}`
+    /** The next changes past `seq`, none of them passing over a change still being written (readSettled). */
     const changesAfter = (seq: number, limit: number) =>
-      sql`SELECT seq, response_id, survey_id FROM response_changes WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`
-        .pipe(Effect.flatMap(decodeChanges))
+      readSettled(
+        sql,
+        "response_changes",
+        sql`SELECT seq, response_id, survey_id FROM response_changes WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`
+          .pipe(Effect.flatMap(decodeChanges)),
+        (changes) => changes.length > 0
+      )
     const surveyIds = sql<{ id: string }>`SELECT id FROM surveys ORDER BY id`.pipe(
       Effect.map((rows) => rows.map((r) => r.id))
     )

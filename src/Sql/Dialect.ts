@@ -1,4 +1,5 @@
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient, SqlError } from "@effect/sql"
+import { Effect } from "effect"
 
 /**
  * The two databases the service runs on. Statements are written once with `?` placeholders
@@ -52,3 +53,29 @@ export const toNumbered = (text: string): string => {
 /** `text` (with `?` placeholders) as the client's database expects it. */
 export const positional = (sql: SqlClient.SqlClient, text: string): string =>
   dialectOf(sql) === "pg" ? toNumbered(text) : text
+
+/** The tables read in order of their serial `seq` by a position that only moves forward. */
+export type LogTable = "events" | "response_changes"
+
+/**
+ * `read` again once every transaction still writing to `table` has ended, when `read` found rows
+ * past the reader's position; call it inside the reader's transaction.
+ *
+ * PostgreSQL hands out a serial when a row is inserted, not when its transaction commits: while
+ * the transaction that took seq 10 is still open, seq 11 may already be committed and visible, and
+ * a reader that moved its position past 11 would never see 10 (an event never delivered, a change
+ * never counted). `LOCK TABLE … IN SHARE MODE` waits for every transaction that wrote to the table
+ * and holds new writers back until the reader's transaction ends, so the second read sees no hole
+ * that a later commit could fill. On SQLite the reader's transaction already holds the one write
+ * lock, so `read` is answered as it is. A read that finds nothing new takes no lock.
+ */
+export const readSettled = <A, E, R>(
+  sql: SqlClient.SqlClient,
+  table: LogTable,
+  read: Effect.Effect<A, E, R>,
+  foundNew: (result: A) => boolean
+): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  dialectOf(sql) === "pg"
+    ? Effect.flatMap(read, (first) =>
+      foundNew(first) ? Effect.zipRight(sql.unsafe(`LOCK TABLE ${table} IN SHARE MODE`), read) : Effect.succeed(first))
+    : read

@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
+import { readSettled } from "../Sql/Dialect.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
 /** A claimed delivery with what its attempt needs; the webhook fields are null once it was removed. */
@@ -45,11 +46,18 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
       function*(now: number, batch: number) {
         // One process at a time moves the cursor: on PostgreSQL its row stays locked until commit (on
         // SQLite the transaction holds the write lock from its start).
-        const cursor = yield* sql<{ readonly lastSeq: number; readonly maxSeq: number | null }>`
+        // Events of transactions still open may hold numbers below those already visible: read
+        // again once they have ended (readSettled), so that the cursor never passes over one.
+        const cursor = yield* readSettled(
+          sql,
+          "events",
+          sql<{ readonly lastSeq: number; readonly maxSeq: number | null }>`
           SELECT c.last_seq,
                  (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}) AS upcoming)
                    AS max_seq
-          FROM outbox_cursors c WHERE c.name = 'webhooks'${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF c`, orElse: () => sql`` })}`
+          FROM outbox_cursors c WHERE c.name = 'webhooks'${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF c`, orElse: () => sql`` })}`,
+          (rows) => rows.some((r) => r.maxSeq !== null)
+        )
         const row = cursor[0]
         if (row === undefined || row.maxSeq === null) return 0
         yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)

@@ -1,0 +1,105 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Option, Redacted } from "effect"
+import * as Pg from "pg"
+import { Aggregator } from "../src/Analytics/Aggregator.js"
+import { AppConfig } from "../src/Config.js"
+import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
+import { baseFixture } from "./support/Fixtures.js"
+import { testDatabase, TestServer } from "./support/TestServer.js"
+import { eventually } from "./support/WebhookReceiver.js"
+import { complete, deliveries, register } from "./support/WebhookWorld.js"
+
+/** A connection to the test's database of the test's own, outside the service's pool. */
+const outside = Effect.acquireRelease(
+  Effect.flatMap(AppConfig, (config) =>
+    Effect.promise(async () => {
+      const client = new Pg.Client({ connectionString: Redacted.value(config.databaseUrl ?? Redacted.make("")) })
+      await client.connect()
+      return client
+    })),
+  (client) => Effect.promise(() => client.end())
+)
+
+const query = (client: Pg.Client, text: string) => Effect.promise(() => client.query(text))
+
+/** Whether one of the service's connections waits for a lock right now (read outside any transaction). */
+const serviceWaits = (observer: Pg.Client) =>
+  Effect.map(
+    query(
+      observer,
+      `SELECT count(*) AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND application_name = 'survey-service' AND wait_event_type = 'Lock'`
+    ),
+    (result) => Number(result.rows[0]?.n ?? 0) > 0
+  )
+
+/** Until the reader has read what it could (`fiber` done) or waits for the open transaction. */
+const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>) =>
+  eventually(
+    Effect.zip(serviceWaits(observer), Fiber.poll(fiber)),
+    ([waits, done]) => waits || Option.isSome(done)
+  )
+
+const maxSeq = (table: "events" | "response_changes") =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(sql.unsafe<{ readonly n: number | null }>(`SELECT MAX(seq) AS n FROM ${table}`).pipe(Effect.orDie), (rows) =>
+      rows[0]?.n ?? 0))
+
+// PostgreSQL only: there a row's serial is handed out when it is inserted and its transaction may
+// commit after a later-numbered one. On SQLite writers take turns, so the order cannot be built.
+describe.runIf(testDatabase === "postgres")("logs read by sequence number on PostgreSQL", () => {
+  it.effect("an event whose transaction commits after a later-numbered one is still fanned out", () =>
+    Effect.gen(function*() {
+      yield* register("http://127.0.0.1:9/hook")
+      const holder = yield* outside
+      const observer = yield* outside
+      // A completion's transaction has written its event and not yet committed...
+      yield* query(holder, "BEGIN")
+      yield* query(
+        holder,
+        `INSERT INTO events (id, type, workspace_id, survey_id, payload, created_at)
+         VALUES ('evt_late_commit', 'response.completed', 'ws_a', 'srv_main', '{}', '2026-01-01T00:00:00.000Z')`
+      )
+      // ...while a later one commits first, with the higher number.
+      const early = yield* complete("srv_main")
+      const repo = yield* DeliveryRepo
+      const fanning = yield* Effect.fork(repo.fanOut(0, 100))
+      yield* waitingOrDone(observer, fanning)
+      yield* query(holder, "COMMIT")
+      yield* Fiber.join(fanning)
+      yield* repo.fanOut(0, 100)
+
+      const all = yield* deliveries
+      expect(all).toHaveLength(2)
+      const cursor = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ readonly lastSeq: number }>`SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'`.pipe(Effect.orDie))
+      expect(cursor[0]?.lastSeq).toBe(yield* maxSeq("events"))
+      expect(early.id).toMatch(/^evt_/)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("a response change whose transaction commits after a later-numbered one is still applied", () =>
+    Effect.gen(function*() {
+      const aggregator = yield* Aggregator
+      const sql = yield* SqlClient.SqlClient
+      yield* aggregator.catchUp()
+      const holder = yield* outside
+      const observer = yield* outside
+      yield* query(holder, "BEGIN")
+      yield* query(
+        holder,
+        `INSERT INTO response_changes (response_id, survey_id, changed_at) VALUES ('rsp_1', 'srv_main', '2026-02-01T00:00:00.000Z')`
+      )
+      yield* sql.withTransaction(
+        sql`INSERT INTO response_changes (response_id, survey_id, changed_at) VALUES ('rsp_2', 'srv_main', '2026-02-01T00:00:00.000Z')`
+      ).pipe(Effect.orDie)
+      // The aggregator drops the changes it consumed: the position is compared with the newest number.
+      const newest = yield* maxSeq("response_changes")
+      const stepping = yield* Effect.fork(aggregator.step())
+      yield* waitingOrDone(observer, stepping)
+      yield* query(holder, "COMMIT")
+      expect(yield* Fiber.join(stepping)).toBe(2)
+      const position = yield* sql<{ readonly seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`.pipe(Effect.orDie)
+      expect(position[0]?.seq).toBe(newest)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+})
