@@ -1,16 +1,16 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, Redacted } from "effect"
+import { Effect, Fiber, Option, Redacted, Schema } from "effect"
 import * as Pg from "pg"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { AppConfig } from "../src/Config.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
-import { baseFixture } from "./support/Fixtures.js"
-import { testDatabase, TestServer } from "./support/TestServer.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { bodyOf, call, testDatabase, TestServer } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 import { complete, deliveries, register } from "./support/WebhookWorld.js"
 
-/** A connection to the test's database of the test's own, outside the service's pool. */
+/** A connection to the test's database (pg_stat_activity is read outside any transaction: inside one it keeps its first answer) of the test's own, outside the service's pool. */
 const outside = Effect.acquireRelease(
   Effect.flatMap(AppConfig, (config) =>
     Effect.promise(async () => {
@@ -23,22 +23,23 @@ const outside = Effect.acquireRelease(
 
 const query = (client: Pg.Client, text: string) => Effect.promise(() => client.query(text))
 
-/** Whether one of the service's connections waits for a lock right now (read outside any transaction). */
-const serviceWaits = (observer: Pg.Client) =>
+
+/** How many of the service's connections wait for a lock right now. */
+const waiters = (observer: Pg.Client) =>
   Effect.map(
     query(
       observer,
       `SELECT count(*) AS n FROM pg_stat_activity
        WHERE datname = current_database() AND application_name = 'survey-service' AND wait_event_type = 'Lock'`
     ),
-    (result) => Number(result.rows[0]?.n ?? 0) > 0
+    (result) => Number(result.rows[0]?.n ?? 0)
   )
 
 /** Until the reader has read what it could (`fiber` done) or waits for the open transaction. */
 const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>) =>
   eventually(
-    Effect.zip(serviceWaits(observer), Fiber.poll(fiber)),
-    ([waits, done]) => waits || Option.isSome(done)
+    Effect.zip(waiters(observer), Fiber.poll(fiber)),
+    ([waiting, done]) => waiting > 0 || Option.isSome(done)
   )
 
 const maxSeq = (table: "events" | "response_changes") =>
@@ -101,5 +102,45 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       expect(yield* Fiber.join(stepping)).toBe(2)
       const position = yield* sql<{ readonly seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`.pipe(Effect.orDie)
       expect(position[0]?.seq).toBe(newest)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+})
+
+const Started = Schema.Struct({ responseId: Schema.String })
+const PageToken = Schema.Struct({ respondentToken: Schema.String })
+
+describe.runIf(testDatabase === "postgres")("a save and a deletion of one response at once on PostgreSQL", () => {
+  it.effect("the save that comes second finds the response gone (404) and writes nothing for it", () =>
+    Effect.gen(function*() {
+      const page = yield* call("GET", "/s/srv_main", { headers: { accept: "application/json" } })
+      const token = bodyOf(PageToken, page).respondentToken
+      const started = yield* call("POST", "/respond/v1/responses", {
+        token,
+        body: JSON.stringify({ answers: [{ questionId: "q_text", values: ["first"] }], finished: false })
+      })
+      const responseId = bodyOf(Started, started).responseId
+      const holder = yield* outside
+      const observer = yield* outside
+      // Something holds the response's row (a save in progress) while the deletion and then a save arrive.
+      yield* query(holder, "BEGIN")
+      yield* query(holder, `SELECT id FROM responses WHERE id = '${responseId}' FOR UPDATE`)
+      const deleting = yield* Effect.fork(call("DELETE", `/api/v1/surveys/srv_main/responses/${responseId}`, { token: TOKENS.editor }))
+      yield* eventually(waiters(observer), (n) => n === 1)
+      const saving = yield* Effect.fork(call("PATCH", `/respond/v1/responses/${responseId}`, {
+        token,
+        body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
+      }))
+      yield* eventually(waiters(observer), (n) => n === 2)
+      yield* query(holder, "COMMIT")
+
+      expect((yield* Fiber.join(deleting)).status).toBe(204)
+      const saved = yield* Fiber.join(saving)
+      expect(saved.status).toBe(404)
+      const sql = yield* SqlClient.SqlClient
+      const left = yield* sql<{ readonly n: number }>`
+        SELECT (SELECT count(*) FROM responses WHERE id = ${responseId})
+             + (SELECT count(*) FROM answers WHERE response_id = ${responseId})
+             + (SELECT count(*) FROM events WHERE response_id = ${responseId} AND type <> 'response.deleted'
+                  AND payload LIKE '%"response":{%') AS n`.pipe(Effect.orDie)
+      expect(left[0]?.n).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })

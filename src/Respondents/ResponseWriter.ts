@@ -95,7 +95,10 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
               const found = yield* sql<{ readonly completed: number }>`
                 SELECT r.completed FROM responses r
                 JOIN respondent_responses o ON o.response_id = r.id
-                WHERE r.id = ${id} AND r.survey_id = ${respondent.surveyId} AND o.token_hash = ${respondent.tokenHash}`
+                WHERE r.id = ${id} AND r.survey_id = ${respondent.surveyId} AND o.token_hash = ${respondent.tokenHash}${
+                // Locked on PostgreSQL: a deletion of the response in flight commits first and this save
+                // then finds nothing (404), or waits for this save (src/Responses/ResponseDeletion.ts).
+                sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF r`, orElse: () => sql`` })}`
               const row = found[0]
               if (row === undefined) {
                 return yield* new NotFound({ message: `No response ${JSON.stringify(id.slice(0, 64))} for this respondent.` })

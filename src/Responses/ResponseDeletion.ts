@@ -39,6 +39,16 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
     const aggregates = yield* AggregateRepo
     const outbox = yield* Outbox
 
+    /**
+     * On PostgreSQL the doomed responses are locked as they are read, so that a save of one of them
+     * in flight (which locks its response too, src/Respondents/ResponseWriter.ts) commits first and
+     * its events are among the payloads reduced, or waits and then finds the response gone (404),
+     * instead of writing answers and events for a response deleted meanwhile. SQLite's one writer
+     * already serialises the two. After these rows the deletion takes the surveys' counts and only
+     * then writes to the outbox, whose readers wait for open writers (src/Sql/Dialect.ts).
+     */
+    const lockedRows = sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF r`, orElse: () => sql`` })
+
     /** Subtracts what the responses contributed to their surveys' stored counters. */
     const subtractContributions = (ids: ReadonlyArray<string>) =>
       Effect.gen(function*() {
@@ -84,6 +94,10 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         if (doomed.length === 0) return
         const ids = doomed.map((d) => d.id)
         yield* subtractContributions(ids)
+        // Row locks before the outbox: the counts first, then the payloads (see `lockedRows`).
+        for (const [surveyId, rows] of Object.entries(Arr.groupBy(doomed, (d) => d.surveyId))) {
+          yield* sql`UPDATE surveys SET response_count = CASE WHEN response_count > ${rows.length} THEN response_count - ${rows.length} ELSE 0 END WHERE id = ${surveyId}`
+        }
         yield* reducePayloads(doomed)
         // A remembered first answer of the respondent API names the response it created; its scope
         // is the respondent token's (scopeText of a "Respondent" scope).
@@ -95,9 +109,6 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
           yield* sql`DELETE FROM respondent_responses WHERE response_id IN ${sql.in(part)}`
           yield* sql`DELETE FROM answers WHERE response_id IN ${sql.in(part)}`
           yield* sql`DELETE FROM responses WHERE id IN ${sql.in(part)}`
-        }
-        for (const [surveyId, rows] of Object.entries(Arr.groupBy(doomed, (d) => d.surveyId))) {
-          yield* sql`UPDATE surveys SET response_count = CASE WHEN response_count > ${rows.length} THEN response_count - ${rows.length} ELSE 0 END WHERE id = ${surveyId}`
         }
         for (const d of doomed) {
           yield* outbox.append({
@@ -119,7 +130,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
       const doomed = yield* sql`
         SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
         JOIN surveys s ON s.id = r.survey_id
-        WHERE r.id = ${input.responseId} AND r.survey_id = ${input.surveyId} AND s.workspace_id = ${input.workspaceId}`
+        WHERE r.id = ${input.responseId} AND r.survey_id = ${input.surveyId} AND s.workspace_id = ${input.workspaceId}${lockedRows}`
         .pipe(Effect.flatMap(decodeDoomed))
       yield* remove(doomed)
       return doomed.length > 0
@@ -138,7 +149,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
         JOIN surveys s ON s.id = r.survey_id
         WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
-        ORDER BY r.survey_id, r.created_at, r.id`.pipe(Effect.flatMap(decodeDoomed))
+        ORDER BY r.survey_id, r.created_at, r.id${lockedRows}`.pipe(Effect.flatMap(decodeDoomed))
       yield* remove(doomed)
       yield* sql`DELETE FROM respondent_tokens
         WHERE external_user_id = ${input.externalUserId}
