@@ -1,44 +1,19 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, Redacted, Schema } from "effect"
-import * as Pg from "pg"
+import { Effect, Fiber, Option, Schema } from "effect"
+import type * as Pg from "pg"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
-import { AppConfig } from "../src/Config.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, testDatabase, TestServer } from "./support/TestServer.js"
+import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
 import { eventually } from "./support/WebhookReceiver.js"
 import { complete, deliveries, register } from "./support/WebhookWorld.js"
-
-/** A connection to the test's database (pg_stat_activity is read outside any transaction: inside one it keeps its first answer) of the test's own, outside the service's pool. */
-const outside = Effect.acquireRelease(
-  Effect.flatMap(AppConfig, (config) =>
-    Effect.promise(async () => {
-      const client = new Pg.Client({ connectionString: Redacted.value(config.databaseUrl ?? Redacted.make("")) })
-      await client.connect()
-      return client
-    })),
-  (client) => Effect.promise(() => client.end())
-)
-
-const query = (client: Pg.Client, text: string) => Effect.promise(() => client.query(text))
-
-
-/** How many of the service's connections wait for a lock right now. */
-const waiters = (observer: Pg.Client) =>
-  Effect.map(
-    query(
-      observer,
-      `SELECT count(*) AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND application_name = 'survey-service' AND wait_event_type = 'Lock'`
-    ),
-    (result) => Number(result.rows[0]?.n ?? 0)
-  )
 
 /** Until the reader has read what it could (`fiber` done) or waits for the open transaction. */
 const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>) =>
   eventually(
-    Effect.zip(waiters(observer), Fiber.poll(fiber)),
+    Effect.zip(serviceLockWaiters(observer), Fiber.poll(fiber)),
     ([waiting, done]) => waiting > 0 || Option.isSome(done)
   )
 
@@ -53,11 +28,11 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
   it.effect("an event whose transaction commits after a later-numbered one is still fanned out", () =>
     Effect.gen(function*() {
       yield* register("http://127.0.0.1:9/hook")
-      const holder = yield* outside
-      const observer = yield* outside
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
       // A completion's transaction has written its event and not yet committed...
-      yield* query(holder, "BEGIN")
-      yield* query(
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(
         holder,
         `INSERT INTO events (id, type, workspace_id, survey_id, payload, created_at)
          VALUES ('evt_late_commit', 'response.completed', 'ws_a', 'srv_main', '{}', '2026-01-01T00:00:00.000Z')`
@@ -67,7 +42,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       const repo = yield* DeliveryRepo
       const fanning = yield* Effect.fork(repo.fanOut(0, 100))
       yield* waitingOrDone(observer, fanning)
-      yield* query(holder, "COMMIT")
+      yield* onOutside(holder, "COMMIT")
       yield* Fiber.join(fanning)
       yield* repo.fanOut(0, 100)
 
@@ -84,10 +59,10 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       const aggregator = yield* Aggregator
       const sql = yield* SqlClient.SqlClient
       yield* aggregator.catchUp()
-      const holder = yield* outside
-      const observer = yield* outside
-      yield* query(holder, "BEGIN")
-      yield* query(
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(
         holder,
         `INSERT INTO response_changes (response_id, survey_id, changed_at) VALUES ('rsp_1', 'srv_main', '2026-02-01T00:00:00.000Z')`
       )
@@ -98,7 +73,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       const newest = yield* maxSeq("response_changes")
       const stepping = yield* Effect.fork(aggregator.step())
       yield* waitingOrDone(observer, stepping)
-      yield* query(holder, "COMMIT")
+      yield* onOutside(holder, "COMMIT")
       expect(yield* Fiber.join(stepping)).toBe(2)
       const position = yield* sql<{ readonly seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`.pipe(Effect.orDie)
       expect(position[0]?.seq).toBe(newest)
@@ -118,19 +93,19 @@ describe.runIf(testDatabase === "postgres")("a save and a deletion of one respon
         body: JSON.stringify({ answers: [{ questionId: "q_text", values: ["first"] }], finished: false })
       })
       const responseId = bodyOf(Started, started).responseId
-      const holder = yield* outside
-      const observer = yield* outside
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
       // Something holds the response's row (a save in progress) while the deletion and then a save arrive.
-      yield* query(holder, "BEGIN")
-      yield* query(holder, `SELECT id FROM responses WHERE id = '${responseId}' FOR UPDATE`)
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, `SELECT id FROM responses WHERE id = '${responseId}' FOR UPDATE`)
       const deleting = yield* Effect.fork(call("DELETE", `/api/v1/surveys/srv_main/responses/${responseId}`, { token: TOKENS.editor }))
-      yield* eventually(waiters(observer), (n) => n === 1)
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
       const saving = yield* Effect.fork(call("PATCH", `/respond/v1/responses/${responseId}`, {
         token,
         body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
       }))
-      yield* eventually(waiters(observer), (n) => n === 2)
-      yield* query(holder, "COMMIT")
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 2)
+      yield* onOutside(holder, "COMMIT")
 
       expect((yield* Fiber.join(deleting)).status).toBe(204)
       const saved = yield* Fiber.join(saving)

@@ -1,13 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Option, Redacted, Scope } from "effect"
-import * as Pg from "pg"
-import { AppConfig } from "../src/Config.js"
+import { Effect, Exit, Fiber, Option, Scope } from "effect"
 import { poolExhaustedMessage } from "../src/Http/Server.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { ResponseWriter } from "../src/Respondents/ResponseWriter.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { call, get, TestDatabase, testDatabase, TestServer } from "./support/TestServer.js"
+import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 /** A finished save of `srv_main` (its one required question answered). */
@@ -26,27 +25,6 @@ const storedResponses = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     (rows) => rows[0]?.n ?? -1
   ))
 
-/** A connection to the test's database of the test's own, outside the service's pool. */
-const outside = Effect.acquireRelease(
-  Effect.flatMap(AppConfig, (config) =>
-    Effect.promise(async () => {
-      const client = new Pg.Client({ connectionString: Redacted.value(config.databaseUrl ?? Redacted.make("")) })
-      await client.connect()
-      return client
-    })),
-  (client) => Effect.promise(() => client.end())
-)
-
-/** How many of the service's connections wait for a lock right now. */
-const waitingOnLocks = (client: Pg.Client) =>
-  Effect.promise(async () => {
-    const result = await client.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND application_name = 'survey-service' AND wait_event_type = 'Lock'`
-    )
-    return Number(result.rows[0]?.n ?? -1)
-  })
-
 /** Lets the fibers scheduled so far run (an interruption sent a moment ago is taken by its fiber). */
 const settle = Effect.gen(function*() {
   for (let i = 0; i < 5; i++) {
@@ -62,28 +40,25 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
     Effect.gen(function*() {
       const writer = yield* ResponseWriter
       const before = yield* storedResponses
-      const holder = yield* outside
-      // pg_stat_activity is read outside any transaction: inside one it keeps its first answer.
-      const observer = yield* outside
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
       // Another writer of the survey holds its clock row, as a save in progress does.
-      yield* Effect.promise(() =>
-        holder.query(`INSERT INTO response_clock (survey_id, last_updated_at) VALUES ('srv_main', '') ON CONFLICT DO NOTHING`)
-      )
-      yield* Effect.promise(() => holder.query("BEGIN"))
-      yield* Effect.promise(() => holder.query(`SELECT * FROM response_clock WHERE survey_id = 'srv_main' FOR UPDATE`))
+      yield* onOutside(holder, `INSERT INTO response_clock (survey_id, last_updated_at) VALUES ('srv_main', '') ON CONFLICT DO NOTHING`)
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, `SELECT * FROM response_clock WHERE survey_id = 'srv_main' FOR UPDATE`)
 
       // Two saves take the pool's two connections and queue behind that lock.
       const first = yield* respondent
       const second = yield* respondent
       const interrupted = yield* Effect.fork(writer.create(first.context, finished))
-      yield* eventually(waitingOnLocks(observer), (n) => n === 1)
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
       const queued = yield* Effect.fork(writer.create(second.context, finished))
-      yield* eventually(waitingOnLocks(observer), (n) => n === 2)
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 2)
 
       // The first one's request goes away while its statement waits; then the lock comes free.
       yield* Fiber.interruptFork(interrupted)
       yield* settle
-      yield* Effect.promise(() => holder.query("COMMIT"))
+      yield* onOutside(holder, "COMMIT")
 
       const saved = yield* Fiber.join(queued)
       expect(saved.created).toBe(true)
