@@ -16,6 +16,8 @@ if (!withPostgres) {
 }
 
 export default defineConfig({
+  // Bun resolves this name through tsconfig `paths` and imports the file as a path (src/Http/DocsPage.ts).
+  resolve: { alias: { "#scalar-module": join(import.meta.dirname, "test/support/ScalarModulePath.ts") } },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 60_000,

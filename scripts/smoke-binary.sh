@@ -32,4 +32,7 @@ page=$(curl -fs "http://127.0.0.1:$port/s/srv_smoke")
 grep -q 'id="survey-form"' <<<"$page" || { echo "the survey page did not render" >&2; exit 1; }
 asset=$(curl -fs "http://127.0.0.1:$port/assets/demo-dashboard.svg")
 grep -q '<svg' <<<"$asset" || { echo "the demo asset is missing" >&2; exit 1; }
+# The API reference page carries Scalar's script, embedded in the binary as a file.
+docs=$(curl -fs "http://127.0.0.1:$port/docs")
+grep -q 'Minified by jsDelivr' <<<"$docs" || { echo "the /docs page lacks its script" >&2; exit 1; }
 echo "binary smoke test: ok"

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
@@ -20,6 +20,7 @@ import { idleTimeoutFor } from "./Http/IdleTimeout.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
+import { DocsPageLive } from "./Http/DocsPage.js"
 import { HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
@@ -148,7 +149,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) =
     )
 })).pipe(
   Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
-  Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+  Layer.provide(DocsPageLive),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(HealthLive),
   Layer.provide(RespondentRoutes),
