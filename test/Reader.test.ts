@@ -103,6 +103,13 @@ layer(TestDatabase())("Reader on a database file", (it) => {
       expect(Either.isLeft(write)).toBe(true)
       expect(yield* probeIds).toEqual(["pending"])
     }))
+
+  it.effect.skipIf(testDatabase === "postgres")("a new database file is in WAL mode with 8 KiB pages", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      expect(yield* sql`PRAGMA page_size`.values.pipe(Effect.orDie)).toEqual([[8192]])
+      expect(yield* sql`PRAGMA journal_mode`.values.pipe(Effect.orDie)).toEqual([["wal"]])
+    }))
 })
 
 layer(TestDatabase(undefined, { databasePath: ":memory:" }))(

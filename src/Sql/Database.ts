@@ -30,6 +30,14 @@ const snakeToCamel = memoized((name) => name.replace(/_([a-z0-9])/g, (_, c: stri
 
 const pragmas = (busyTimeoutMs: number) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  // 8 KiB pages for a new database (an existing one keeps its page size; WAL fixes it at creation,
+  // so the client opens without WAL and it is set here, after). A response row with its rendered
+  // answers (about 1 KB) often spilled to an overflow page on 4 KiB pages, where a row of the
+  // clustered responses table holds at most about 1,000 bytes in place; a page then reads about
+  // half as many pages, which matters most right after a commit by any connection, when SQLite
+  // drops the other connections' cached pages (docs/performance.md).
+  yield* sql.unsafe("PRAGMA page_size = 8192")
+  yield* sql.unsafe("PRAGMA journal_mode = WAL")
   // WAL with synchronous=NORMAL stays crash-safe (a power cut may lose the last commits, never corrupt).
   yield* sql.unsafe("PRAGMA synchronous = NORMAL")
   yield* sql.unsafe("PRAGMA foreign_keys = ON")
@@ -60,6 +68,7 @@ const immediateClient = (filename: string) =>
   Effect.gen(function*() {
     const base = yield* SqliteClient.make({
       filename,
+      disableWAL: true,
       transformQueryNames: camelToSnake,
       transformResultNames: snakeToCamel
     })
