@@ -1,10 +1,9 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Api } from "../Api.js"
-import { Unauthorized } from "../Domain/Errors.js"
 import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
 import { CurrentRespondent, RespondentAuth, ResponseSaved, ResponseStarted, Submission } from "./Api.js"
-import { isOpaqueToken, RespondentTokens } from "./RespondentTokens.js"
+import { isOpaqueToken, RespondentTokens, tokenRefused } from "./RespondentTokens.js"
 import { ResponseWriter } from "./ResponseWriter.js"
 
 /** Resolves the bearer respondent token; an unknown, malformed or expired one answers 401. */
@@ -12,9 +11,7 @@ export const RespondentAuthLive = Layer.effect(
   RespondentAuth,
   Effect.gen(function*() {
     const tokens = yield* RespondentTokens
-    const refused = new Unauthorized({
-      message: "Send the respondentToken of a survey page as `Authorization: Bearer <respondentToken>`; it may have expired."
-    })
+    const refused = tokenRefused()
     return {
       respondentToken: (token) =>
         Effect.gen(function*() {

@@ -1,10 +1,17 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { hashToken, newOpaqueToken } from "../Auth/Token.js"
+import { Unauthorized } from "../Domain/Errors.js"
 import { toIso } from "../Domain/Time.js"
 
 /** How long a survey page's token may keep saving answers. */
 export const RESPONDENT_TOKEN_HOURS = 24
+
+/** The answer to a respondent token that is unknown, malformed, expired or gone (401). */
+export const tokenRefused = () =>
+  new Unauthorized({
+    message: "Send the respondentToken of a survey page as `Authorization: Bearer <respondentToken>`; it may have expired."
+  })
 
 const opaqueTokenShape = /^[A-Za-z0-9_-]{43}$/
 export const isOpaqueToken = (token: string): boolean => opaqueTokenShape.test(token)

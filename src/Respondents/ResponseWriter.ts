@@ -8,9 +8,10 @@ import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { refreshAnswerDocuments } from "../Responses/AnswerDocuments.js"
 import { nextUpdatedAt } from "../Responses/ChangeClock.js"
 import { ResponseRepo } from "../Responses/ResponseRepo.js"
+import { dialectOf } from "../Sql/Dialect.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { missingRequired, type SubmittedAnswer, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
-import type { RespondentContext } from "./RespondentTokens.js"
+import { type RespondentContext, tokenRefused } from "./RespondentTokens.js"
 
 export interface Submission {
   readonly answers: ReadonlyArray<SubmittedAnswer>
@@ -38,6 +39,13 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
 
     const write = (respondent: RespondentContext, target: Option.Option<string>, submission: Submission) =>
       Effect.gen(function*() {
+        // On PostgreSQL the token is held until the save commits: an erasure of the person deletes
+        // the token first (src/Responses/ResponseDeletion.ts), so it waits for this save and erases
+        // what it stored, or it came first and this save is refused like any unknown token.
+        if (dialectOf(sql) === "pg") {
+          const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash} FOR SHARE`
+          if (held.length === 0) return yield* tokenRefused()
+        }
         const survey = yield* surveys.findById(respondent.surveyId)
         if (Option.isNone(survey) || survey.value.trashed !== 0 || survey.value.status !== "published") {
           const status = Option.match(survey, {

@@ -145,12 +145,9 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
       readonly workspaceId: string
       readonly externalUserId: string
     }) {
-      const doomed = yield* sql`
-        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
-        JOIN surveys s ON s.id = r.survey_id
-        WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
-        ORDER BY r.survey_id, r.created_at, r.id${lockedRows}`.pipe(Effect.flatMap(decodeDoomed))
-      yield* remove(doomed)
+      // The person's tokens go first: on PostgreSQL a save holds its token (FOR SHARE, see
+      // ResponseWriter) until it commits, so this waits for saves in flight and the responses they
+      // stored are among those read next; a save that comes later finds its token gone.
       yield* sql`DELETE FROM respondent_tokens
         WHERE external_user_id = ${input.externalUserId}
           AND survey_id IN (SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId})`
@@ -158,6 +155,12 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         SELECT id FROM embed_sessions WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId})`
       yield* sql`DELETE FROM embed_sessions
         WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId}`
+      const doomed = yield* sql`
+        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
+        JOIN surveys s ON s.id = r.survey_id
+        WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
+        ORDER BY r.survey_id, r.created_at, r.id${lockedRows}`.pipe(Effect.flatMap(decodeDoomed))
+      yield* remove(doomed)
       // Remembered answers of embed session requests for the person (they hold its one-time URL).
       const surveys = yield* sql<{ readonly id: string }>`SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId}`
       const hashes = surveys.map((s) =>

@@ -10,11 +10,11 @@ import { onOutside, outsideConnection, serviceLockWaiters } from "./support/Outs
 import { eventually } from "./support/WebhookReceiver.js"
 import { complete, deliveries, register } from "./support/WebhookWorld.js"
 
-/** Until the reader has read what it could (`fiber` done) or waits for the open transaction. */
-const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>) =>
+/** Until `fiber` is done or `waiting` of the service's connections wait for a lock (as it would, blocked). */
+const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>, waiting = 1) =>
   eventually(
     Effect.zip(serviceLockWaiters(observer), Fiber.poll(fiber)),
-    ([waiting, done]) => waiting > 0 || Option.isSome(done)
+    ([waiters, done]) => waiters >= waiting || Option.isSome(done)
   )
 
 const maxSeq = (table: "events" | "response_changes") =>
@@ -116,6 +116,45 @@ describe.runIf(testDatabase === "postgres")("a save and a deletion of one respon
              + (SELECT count(*) FROM answers WHERE response_id = ${responseId})
              + (SELECT count(*) FROM events WHERE response_id = ${responseId} AND type <> 'response.deleted'
                   AND payload LIKE '%"response":{%') AS n`.pipe(Effect.orDie)
+      expect(left[0]?.n).toBe(0)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+})
+
+const EmbedUrl = Schema.Struct({ embedUrl: Schema.String })
+
+describe.runIf(testDatabase === "postgres")("an erasure and a save of the same person at once on PostgreSQL", () => {
+  it.effect("a save that comes after the erasure began is refused, and nothing of the person is left", () =>
+    Effect.gen(function*() {
+      // The person's survey page is open: an embed session's token, made before the erasure.
+      const embed = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ externalUserId: "person-racing" })
+      })
+      const page = yield* call("GET", new URL(bodyOf(EmbedUrl, embed).embedUrl).pathname, { headers: { accept: "application/json" } })
+      const token = bodyOf(PageToken, page).respondentToken
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      // Something holds the person's token row while the erasure and then the save arrive.
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, "SELECT token_hash FROM respondent_tokens WHERE external_user_id = 'person-racing' FOR UPDATE")
+      const erasing = yield* Effect.fork(call("POST", "/api/v1/erasures", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ externalUserId: "person-racing" })
+      }))
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
+      const saving = yield* Effect.fork(call("POST", "/respond/v1/responses", {
+        token,
+        body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
+      }))
+      yield* waitingOrDone(observer, saving, 2)
+      yield* onOutside(holder, "COMMIT")
+
+      expect((yield* Fiber.join(erasing)).status).toBe(200)
+      expect((yield* Fiber.join(saving)).status).toBe(401)
+      const sql = yield* SqlClient.SqlClient
+      const left = yield* sql<{ readonly n: number }>`
+        SELECT (SELECT count(*) FROM responses WHERE external_user_id = 'person-racing')
+             + (SELECT count(*) FROM respondent_tokens WHERE external_user_id = 'person-racing') AS n`.pipe(Effect.orDie)
       expect(left[0]?.n).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
