@@ -7,6 +7,7 @@ import { AnalyticsLive } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { Drain, DrainOnShutdownLive } from "./Background/Drain.js"
 import { JobLeases } from "./Background/JobLeases.js"
+import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
@@ -94,6 +95,8 @@ export interface CoreParts {
   readonly repositories: typeof RepositoriesLive
   /** Signs webhook deliveries, for the delivery worker and `POST /webhooks/test` alike. */
   readonly signer: Layer.Layer<Signer>
+  /** Hears the background loops' rounds: nobody in production, a recorder in tests. */
+  readonly rounds: Layer.Layer<LoopRounds>
 }
 
 /**
@@ -104,6 +107,7 @@ export const makeCore = (parts: Partial<CoreParts> = {}) =>
   ServicesLive.pipe(
     Layer.provideMerge(parts.repositories ?? RepositoriesLive),
     Layer.provideMerge(parts.signer ?? Signer.StandardWebhooks),
+    Layer.provideMerge(parts.rounds ?? LoopRounds.Silent),
     Layer.provideMerge(DatabaseLive)
   )
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Option, TestClock } from "effect"
+import { Duration, Effect, Option, TestClock } from "effect"
 import { maxRetryAfter, retryAfterDelay } from "../src/Webhooks/RetrySchedule.js"
 import { WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
@@ -31,24 +31,6 @@ const eventSeq = (eventId: string) =>
 const settingsOf = (path: string) => Effect.map(get(path, TOKENS.editor), (res) => bodyOf(WebhookSettings, res))
 
 /** Moves the clock to each pending delivery's due time until none is pending; bounded. */
-/**
- * On PostgreSQL the worker may still have been between statements when the clock moved, and then
- * sleeps to a wake-up past the due attempt: while `done` does not hold, move the clock to the
- * earliest sleep actually pending (the worker's own wake-up), a bounded number of times.
- */
-const wakeWorkerUntil = <R>(done: Effect.Effect<boolean, never, R>) =>
-  Effect.gen(function*() {
-    for (let step = 0; step < 400 && !(yield* done); step++) {
-      yield* Effect.promise(() => Bun.sleep(10))
-      if (step % 50 !== 49) continue
-      const wake = Chunk.reduce(yield* TestClock.sleeps(), Option.none<number>(), (min, at) =>
-        Option.isNone(min) || at < min.value ? Option.some(at) : min)
-      if (Option.isSome(wake)) {
-        yield* advance(Duration.millis(Math.max(0, wake.value - (yield* TestClock.currentTimeMillis))))
-      }
-    }
-  })
-
 const runOutRetries = Effect.gen(function*() {
   for (let round = 0; round < 20; round++) {
     const pending = (yield* deliveries).filter((d) => d.state === "pending" && d.leaseUntil === 0)
@@ -57,7 +39,6 @@ const runOutRetries = Effect.gen(function*() {
     const before = (yield* loggedAttempts).length
     const now = yield* TestClock.currentTimeMillis
     yield* advance(Duration.millis(Math.max(0, first.nextAttemptAt - now)))
-    yield* wakeWorkerUntil(Effect.map(loggedAttempts, (all) => all.length > before))
     yield* eventually(loggedAttempts, (all) => all.length > before)
     yield* eventually(deliveries, (all) => all.every((d) => d.leaseUntil === 0))
   }
@@ -155,9 +136,7 @@ describe("automatic disable", () => {
       yield* advance("1 millis")
       yield* complete("srv_main", "ws_a", "rsp_3")
       yield* advance("1 hour")
-      const thirdGivenUp = (all: ReadonlyArray<{ readonly state: string }>) => all.length === 3 && all[2]?.state === "given_up"
-      yield* wakeWorkerUntil(Effect.map(deliveries, thirdGivenUp))
-      yield* eventually(deliveries, thirdGivenUp)
+      yield* eventually(deliveries, (all) => all.length === 3 && all[2]?.state === "given_up")
       expect(yield* settingsOf(path)).toEqual({
         enabled: false,
         targetUrl: target.url,

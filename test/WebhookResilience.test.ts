@@ -13,7 +13,7 @@ import { WebhookRepo } from "../src/Webhooks/WebhookRepo.js"
 import { elsewhereRows } from "./support/Elsewhere.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
-import { advance, databaseQuiet } from "./support/Advance.js"
+import { advance, loopsResting } from "./support/Advance.js"
 
 
 /** A resolver that answers from a script, one answer per lookup, and counts the lookups. */
@@ -76,7 +76,7 @@ describe("supervision and durability", () => {
       yield* register(target.url)
       const sql = yield* SqlClient.SqlClient
       // The start-up work (the purge's first run) is done before the table goes.
-      yield* databaseQuiet
+      yield* loopsResting
       // Pull the cursor table away: the next round of the loop dies before it claims anything.
       yield* sql`ALTER TABLE outbox_cursors RENAME TO outbox_cursors_away`
       const event = yield* complete("srv_main")

@@ -1,4 +1,5 @@
-import { Cause, Effect, Schedule } from "effect"
+import { Cause, Effect, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
+import { CurrentLoop, type LoopReport, LoopRounds, parked } from "./LoopRounds.js"
 
 /** How long a failed background loop waits before it starts again. */
 export const restartAfter = Schedule.spaced("1 second")
@@ -6,10 +7,21 @@ export const restartAfter = Schedule.spaced("1 second")
 const logFailure = (name: string) => (cause: Cause.Cause<unknown>) =>
   Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed; restarting`, cause)
 
+/** `schedule`, telling the current loop (src/Background/LoopRounds.ts) until when each of its sleeps lasts. */
+const reported = <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>) =>
+  Schedule.onDecision(schedule, (_, decision) =>
+    ScheduleDecision.isDone(decision) ? Effect.void : parked(ScheduleIntervals.start(decision.intervals)))
+
+/** A loop of the current graph, reporting its rounds until the scope closes (src/Background/LoopRounds.ts). */
+export const registerLoop = (name: string) => Effect.flatMap(LoopRounds, (rounds) => rounds.register(name))
+
 /**
  * Runs `loop` in the background of the current scope for as long as the scope lives: a failure
  * or defect is logged with its cause and the loop starts again after `restart`; closing the
  * scope interrupts it. Every background loop of the service goes through here.
+ *
+ * The loop reports its rounds through `CurrentLoop` (its own `report` when others must wake it,
+ * else one registered under `name`); sleeps on `restart` are reported here.
  *
  * The loop itself is not traced (a span per poll would bury the work in noise); the work it
  * does is, where it says so with `traced`.
@@ -17,16 +29,19 @@ const logFailure = (name: string) => (cause: Cause.Cause<unknown>) =>
 export const supervise = <E, R>(
   name: string,
   loop: Effect.Effect<unknown, E, R>,
-  restart: Schedule.Schedule<unknown, unknown> = restartAfter
+  options: { readonly restart?: Schedule.Schedule<unknown, unknown>; readonly report?: LoopReport } = {}
 ) =>
-  loop.pipe(
-    Effect.catchAllCause(logFailure(name)),
-    Effect.repeat(restart),
-    Effect.forever,
-    Effect.withTracerEnabled(false),
-    Effect.forkScoped,
-    Effect.asVoid
-  )
+  Effect.gen(function*() {
+    const report = options.report ?? (yield* registerLoop(name))
+    yield* loop.pipe(
+      Effect.catchAllCause(logFailure(name)),
+      Effect.repeat(reported(options.restart ?? restartAfter)),
+      Effect.forever,
+      Effect.provideService(CurrentLoop, report),
+      Effect.withTracerEnabled(false),
+      Effect.forkScoped
+    )
+  })
 
 /** Work inside a background loop that is traced: a root span of its own, whatever the loop's setting. */
 export const traced = (name: string) => <A, E, R>(work: Effect.Effect<A, E, R>) =>
@@ -47,6 +62,6 @@ export const periodically = <A, E, R>(
     name,
     (options.untraced === true ? job : traced(`job ${name}`)(job)).pipe(
       Effect.catchAllCause(logFailure(name)),
-      Effect.repeat(schedule)
+      Effect.repeat(reported(schedule))
     )
   )

@@ -141,37 +141,12 @@ const boundArgs = (args: Array<unknown>): Array<unknown> => {
   return args
 }
 
-let inFlight = 0
-
-/**
- * How many PostgreSQL statements this process has sent and not yet seen answered. Tests that
- * move a `TestClock` wait for it to reach zero, so that background work has reached its next
- * sleep before the clock moves (on SQLite every statement completes synchronously).
- */
-export const statementsInFlight = (): number => inFlight
-
-/** `args` with the statement's callback, if any, counted out of `inFlight` when it is called. */
-const counted = (args: Array<unknown>): Array<unknown> => {
-  const last = args[args.length - 1]
-  if (typeof last !== "function") return args
-  let done = false
-  inFlight++
-  const callback = (...results: Array<unknown>) => {
-    if (!done) {
-      done = true
-      inFlight--
-    }
-    return Reflect.apply(last, undefined, results)
-  }
-  return [...args.slice(0, -1), callback]
-}
-
-/** A `pg` client whose statements bind their parameters through `bound` and are counted. */
+/** A `pg` client whose statements bind their parameters through `bound`. */
 class ServiceClient extends Pg.Client {
   constructor(config?: string | Pg.ClientConfig) {
     super(config)
     const query = this.query.bind(this) as (...args: Array<unknown>) => unknown
-    this.query = ((...args: Array<unknown>) => query(...counted(boundArgs(args)))) as Pg.Client["query"]
+    this.query = ((...args: Array<unknown>) => query(...boundArgs(args))) as Pg.Client["query"]
   }
 }
 

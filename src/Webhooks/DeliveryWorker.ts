@@ -1,7 +1,8 @@
 import { Chunk, Clock, Deferred, Duration, Effect, FiberSet, Layer, Metric, Option, Queue, Schedule } from "effect"
 import { Drain } from "../Background/Drain.js"
 import { leaseMillisOf } from "../Background/JobLeases.js"
-import { periodically, supervise } from "../Background/Supervise.js"
+import { parked, waiting, working } from "../Background/LoopRounds.js"
+import { periodically, registerLoop, supervise } from "../Background/Supervise.js"
 import { AppConfig } from "../Config.js"
 import { outboxDepth, webhookDeliveries } from "../Telemetry/Metrics.js"
 import { attemptOnce } from "./Attempt.js"
@@ -86,11 +87,18 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   // Deliveries this process is attempting, whose leases it renews; the latch is open while there are any.
   const leased = new Set<number>()
   const leasing = yield* Effect.makeLatch(false)
+  // The worker, its writer and its lease renewal are woken by each other: each says so as it wakes
+  // another, so that a test moving the clock waits for the woken one too (src/Background/LoopRounds.ts).
+  const worker = yield* registerLoop("webhook delivery worker")
+  const writer = yield* registerLoop("webhook delivery writer")
+  const renewal = yield* registerLoop("webhook delivery lease renewal")
 
   // Finished attempts are written together, one transaction for all that finished meanwhile.
   const toSettle = yield* Queue.unbounded<{ readonly settled: Settled; readonly done: Deferred.Deferred<void> }>()
   const settler = Effect.gen(function*() {
+    yield* waiting(Number.POSITIVE_INFINITY)
     const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(toSettle, 1, 256))
+    yield* working
     const written = yield* Effect.exit(repo.settle(batch.map((b) => b.settled)))
     yield* Effect.forEach(batch, (b) => Deferred.done(b.done, written), { discard: true })
   }).pipe(Effect.forever)
@@ -98,14 +106,15 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settle = (settled: Settled) =>
     Effect.gen(function*() {
       const done = yield* Deferred.make<void>()
-      yield* Queue.offer(toSettle, { settled, done })
+      yield* writer.wake(Queue.offer(toSettle, { settled, done }))
       yield* Deferred.await(done)
     })
 
   const run = (row: ClaimedRow) =>
     attemptDelivery(row).pipe(
-      // The attempt and the write of its outcome are one piece of work in flight for a drain.
-      Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: settle })),
+      // The attempt and the write of its outcome are one piece of work in flight for a drain. Once
+      // the outcome is known, the worker is as good as woken: it is, once the slot is free again.
+      Effect.flatMap((settled) => worker.wake(Option.match(settled, { onNone: () => Effect.void, onSome: settle }))),
       drain.track,
       Effect.catchAllDefect((defect) =>
         Effect.zipRight(Effect.logError("webhook delivery attempt failed", defect), repo.release([row.id]))
@@ -115,7 +124,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         leased.delete(row.id)
         if (leased.size === 0) leasing.unsafeClose()
         slots.release(row.webhookId)
-        return Queue.offer(wake, undefined)
+        return worker.wake(Queue.offer(wake, undefined))
       })),
       Effect.provide(context),
       // The loop is not traced; each attempt is a span of its own.
@@ -149,7 +158,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       claimed = rows.length
       for (const row of rows) {
         leased.add(row.id)
-        leasing.unsafeOpen()
+        yield* renewal.wake(Effect.sync(() => leasing.unsafeOpen()))
         slots.take(row.webhookId)
         yield* FiberSet.run(attempts, run(row))
       }
@@ -172,7 +181,9 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const left = deadline - (yield* Clock.currentTimeMillis)
       if (left <= 0) return
+      yield* waiting(deadline)
       const woken = yield* Effect.timeout(Queue.take(wake), Duration.millis(left)).pipe(Effect.option)
+      yield* working
       if (Option.isNone(woken) || slots.finishedSinceRound >= worthARound || slots.inFlight === 0) return
       yield* awaitWork(deadline)
     })
@@ -184,17 +195,22 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     if (wait > 0) yield* awaitWork(deadline)
   }).pipe(Effect.forever)
 
-  yield* supervise("webhook delivery writer", settler)
+  yield* supervise("webhook delivery writer", settler, { report: writer })
   // Every third of a lease while attempts are in flight; asleep otherwise.
+  const renewEvery = Math.max(1, Math.floor(leaseMillis / 3))
   yield* supervise(
     "webhook delivery lease renewal",
     Effect.gen(function*() {
+      yield* waiting(Number.POSITIVE_INFINITY)
       yield* leasing.await
-      yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMillis / 3))))
+      yield* working
+      yield* parked((yield* Clock.currentTimeMillis) + renewEvery)
+      yield* Effect.sleep(Duration.millis(renewEvery))
       yield* repo.renew([...leased], (yield* Clock.currentTimeMillis) + leaseMillis)
-    }).pipe(Effect.forever)
+    }).pipe(Effect.forever),
+    { report: renewal }
   )
-  yield* supervise("webhook delivery worker", loop)
+  yield* supervise("webhook delivery worker", loop, { report: worker })
   // Only measured for an exporter: nothing else reads the gauge.
   if ((yield* AppConfig).telemetry !== undefined) {
     yield* periodically(

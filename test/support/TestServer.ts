@@ -12,6 +12,7 @@ import { AppConfig, type AppSettings } from "../../src/Config.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
 import { importFixtureInput } from "../../src/Fixtures/Import.js"
 import { pgClientOptions } from "../../src/Sql/Database.js"
+import { RecordedRounds } from "./Advance.js"
 import { templateDatabase } from "./PostgresCluster.js"
 
 /** Which database the test layers run on: `TEST_DATABASE=postgres` selects PostgreSQL (vitest.config.ts). */
@@ -104,10 +105,11 @@ export const bunTestServer = (options: { readonly idleTimeout: number }) =>
 
 /**
  * The production core (database, repositories, services) over a database of its own, optionally
- * seeded with a fixture, with `parts` swapped in.
+ * seeded with a fixture, with `parts` swapped in. Background loops report their rounds to the
+ * recorder `advance` waits on (test/support/Advance.ts).
  */
 export const TestDatabase = (fixture?: FixtureInput, settings: Partial<AppSettings> = {}, parts: TestParts = {}) => {
-  const base = makeCore(parts).pipe(Layer.provideMerge(TestConfig(settings)))
+  const base = makeCore({ rounds: RecordedRounds, ...parts }).pipe(Layer.provideMerge(TestConfig(settings)))
   return fixture === undefined
     ? base
     : Layer.effectDiscard(importFixtureInput(fixture).pipe(Effect.orDie)).pipe(Layer.provideMerge(base))
