@@ -6,8 +6,8 @@ import { TOKENS } from "./support/Fixtures.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { elsewhereRows } from "./support/Elsewhere.js"
-import { cli, request, type ServeProcess, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
-import { eventually, receiver } from "./support/WebhookReceiver.js"
+import { cli, polled, request, type ServeProcess, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { receiver } from "./support/WebhookReceiver.js"
 
 // Two real `serve` processes on one database (a SQLite file; a PostgreSQL database on the PostgreSQL
 // pass), as during a rolling restart or with two instances
@@ -86,10 +86,11 @@ describe("two serve processes on one database", () => {
       expect(new Set(ids).size).toBe(completions)
 
       // Each event reaches the receiver once: every delivery ends delivered after one attempt.
-      const settled = yield* eventually(
+      yield* within("every event at the receiver", target.receivedAtLeast(completions))
+      const settled = yield* polled(
+        "every delivery written delivered",
         deliveries(db),
-        (all) => all.length === completions && all.every((d) => d.state === "delivered"),
-        { tries: 600, everyMillis: 50 }
+        (all) => all.length === completions && all.every((d) => d.state === "delivered")
       )
       expect(settled.every((d) => d.attempts === 1)).toBe(true)
       const received = yield* target.received
@@ -104,10 +105,10 @@ describe("two serve processes on one database", () => {
           request(`${server.base}/api/v1/surveys/srv_short/analytics`, { headers: { authorization: `Bearer ${TOKENS.editor}` } }),
           (res) => decode(Analytics, res.text)
         )
-      const counted = yield* eventually(
+      const counted = yield* polled(
+        "every completion aggregated",
         Effect.zip(analytics(a), count(db, "SELECT COUNT(*) AS n FROM response_changes")),
-        ([stats, pending]) => pending === 0 && stats.completedCount >= before + completions,
-        { tries: 600, everyMillis: 50 }
+        ([stats, pending]) => pending === 0 && stats.completedCount >= before + completions
       )
       expect(counted[0].completedCount).toBe(before + completions)
       expect(counted[0].responseCount).toBe(before + completions)
@@ -170,7 +171,7 @@ describe("two serve processes on one database", () => {
       const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
       expect(registered.status).toBe(200)
       yield* completeOn(a)
-      const [first] = yield* eventually(target.received, (all) => all.length === 1, { tries: 600, everyMillis: 20 })
+      const [first] = yield* within("the first attempt at the receiver", target.receivedAtLeast(1))
       const [held] = yield* deliveries(db)
       const holder = [a, b].find((p) => held?.leaseOwner?.includes(`:${p.pid}:`) === true)
       const survivor = holder === a ? b : a
@@ -179,11 +180,8 @@ describe("two serve processes on one database", () => {
       yield* Effect.promise(() => holder?.proc.exited ?? Promise.resolve(0))
       answering = true
 
-      const [done] = yield* eventually(
-        deliveries(db),
-        (all) => all[0]?.state === "delivered",
-        { tries: 400, everyMillis: 50 }
-      )
+      yield* within("the survivor's attempt at the receiver", target.receivedAtLeast(2))
+      const [done] = yield* polled("the delivery written delivered", deliveries(db), (all) => all[0]?.state === "delivered")
       const all = yield* target.received
       expect(all).toHaveLength(2)
       expect(all[1]?.headers["webhook-id"]).toBe(first?.headers["webhook-id"])
@@ -207,16 +205,18 @@ describe("a serve process stopping with SIGTERM", () => {
       const registered = yield* request(`${server.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
       expect(registered.status).toBe(200)
       yield* completeOn(server)
-      yield* eventually(target.received, (all) => all.length === 1, { tries: 600, everyMillis: 20 })
+      yield* within("the delivery at the receiver", target.receivedAtLeast(1))
       // A request in flight: the test event waits on the receiver too.
       const testEvent = yield* Effect.fork(
         request(`${server.base}/api/v1/webhooks/test`, { method: "POST", headers: { authorization: `Bearer ${TOKENS.editor}` } })
       )
-      yield* eventually(target.received, (all) => all.length === 2, { tries: 600, everyMillis: 20 })
+      yield* within("the test event at the receiver", target.receivedAtLeast(2))
 
       server.proc.kill("SIGTERM")
-      const health = Effect.promise(() => fetch(`${server.base}/healthz`).then((r) => r.status, () => 0))
-      expect(yield* eventually(health, (status) => status === 503, { tries: 400, everyMillis: 20 })).toBe(503)
+      // Logged once it stopped admitting, with the two still in flight.
+      expect(yield* server.logged("\"message\":\"draining\"")).toContain("\"inFlight\":2")
+      const health = yield* request(`${server.base}/healthz`)
+      expect(health.status).toBe(503)
       const refused = yield* request(`${server.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${TOKENS.editor}` } })
       expect(refused.status).toBe(503)
       expect(refused.text).toContain("service_unavailable")

@@ -5,8 +5,8 @@ import { EventEnvelope } from "../src/Events/Event.js"
 import { WebhookRegistered } from "../src/Webhooks/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { elsewhereRows } from "./support/Elsewhere.js"
-import { cli, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
-import { eventually, receiver } from "./support/WebhookReceiver.js"
+import { cli, polled, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { receiver } from "./support/WebhookReceiver.js"
 
 describe("the running service", () => {
   it.live("delivers events written by the CLI, and still delivers them after a kill -9", () =>
@@ -28,15 +28,15 @@ describe("the running service", () => {
       )
       // Another process writes the event into the same database.
       yield* cli(["surveys", "publish", "srv_draft", ...flags])
-      const [refused] = yield* eventually(target.received, (all) => all.length === 1, { tries: 500 })
+      const [refused] = yield* within("the first attempt at the receiver", target.receivedAtLeast(1))
       // Killed once the refused attempt is written (its lease released, its retry scheduled).
       const attempted = elsewhereRows("SELECT attempts, lease_until FROM deliveries").pipe(Effect.provide(config))
-      yield* eventually(attempted, (rows) => rows[0]?.["attempts"] === 1 && rows[0]["leaseUntil"] === 0, { tries: 500 })
+      yield* polled("the refused attempt written", attempted, (rows) => rows[0]?.["attempts"] === 1 && rows[0]["leaseUntil"] === 0)
       first.proc.kill(9)
       yield* Effect.promise(() => first.proc.exited)
       // The failed attempt left the delivery pending in the database; a new process picks it up.
       yield* serveProcess(flags)
-      const all = yield* eventually(target.received, (all) => all.length === 2, { tries: 1000, everyMillis: 20 })
+      const all = yield* within("the retry at the receiver", target.receivedAtLeast(2))
       const retried = all[1]
       expect(retried?.headers["webhook-id"]).toBe(refused?.headers["webhook-id"])
       if (retried === undefined) return yield* Effect.dieMessage("no retried delivery")
