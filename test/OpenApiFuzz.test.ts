@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import Ajv2020 from "ajv/dist/2020.js"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, TestClock } from "effect"
 import fc from "fast-check"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
@@ -223,7 +223,6 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
       )
       expect(operations.length).toBeGreaterThanOrEqual(17)
       const seen = new Map<string, Set<number>>()
-      let sent = 0
       for (const [index, { method, operation, path }] of operations.entries()) {
         const samples = fc.sample(request(path, method, operation, respondentToken), { numRuns: 36, seed: 20261123 + index })
         for (const sample of samples) {
@@ -231,7 +230,6 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
             headers: sample.headers,
             ...(sample.body === undefined ? {} : { body: sample.body })
           })
-          sent++
           const label = `${operation.operationId} ${sample.method} ${sample.url.slice(0, 200)} ` +
             `${JSON.stringify(sample.headers).slice(0, 300)} body=${(sample.body ?? "").slice(0, 100)} -> ` +
             `${res.status} ${res.text.slice(0, 300)}`
@@ -263,6 +261,70 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
         const statuses = [...(seen.get(operation.operationId) ?? [])]
         expect(statuses.some((s) => s !== 401 && s !== 403), `${operation.operationId}: ${statuses}`).toBe(true)
       }
-      expect(sent).toBe(operations.length * 36)
     }), { timeout: 60_000 })
+
+  it.effect("a request body with a field it does not name is answered as the document declares it", () =>
+    Effect.gen(function*() {
+      const document = bodyOf(Document, yield* get("/openapi.json"))
+      const ajv = new Ajv2020({ strict: false, allErrors: true })
+      const validatorOf = (schema: unknown) =>
+        ajv.compile({ ...Schema.decodeUnknownSync(Schema.Object)(schema), components: document.components })
+      const page = yield* call("GET", "/s/srv_all", { headers: { accept: "application/json" } })
+      const respondentToken = bodyOf(Schema.Struct({ respondentToken: Schema.String }), page).respondentToken
+      const started = yield* call("POST", "/respond/v1/responses", { token: respondentToken, body: JSON.stringify({ answers: [] }) })
+      const responseId = bodyOf(Schema.Struct({ responseId: Schema.String }), started).responseId
+      const now = yield* TestClock.currentTimeMillis
+      const window = { since: new Date(now).toISOString(), until: new Date(now + 1_000).toISOString() }
+
+      // A body each operation takes as it is, in an order that works (a webhook before its recovery).
+      const accepted: ReadonlyArray<{ readonly operationId: string; readonly url: string; readonly token: string; readonly body: object }> = [
+        { operationId: "embedSessions.create", url: "/api/v1/surveys/srv_all/embed-sessions", token: TOKENS.editor, body: { externalUserId: "extra-field" } },
+        { operationId: "erasures.create", url: "/api/v1/erasures", token: TOKENS.editor, body: { externalUserId: "extra-field" } },
+        { operationId: "surveyWebhook.put", url: "/api/v1/surveys/srv_all/webhook", token: TOKENS.editor, body: { targetUrl: "http://127.0.0.1:9/survey" } },
+        { operationId: "surveyWebhook.recover", url: "/api/v1/surveys/srv_all/webhook/recover", token: TOKENS.editor, body: window },
+        { operationId: "workspaceWebhooks.put", url: "/api/v1/webhooks", token: TOKENS.editor, body: { targetUrl: "http://127.0.0.1:9/workspace" } },
+        { operationId: "workspaceWebhooks.recover", url: "/api/v1/webhooks/recover", token: TOKENS.editor, body: window },
+        { operationId: "respondent.start", url: "/respond/v1/responses", token: respondentToken, body: { answers: [] } },
+        { operationId: "respondent.save", url: `/respond/v1/responses/${responseId}`, token: respondentToken, body: { answers: [] } }
+      ]
+      const withBodies = Object.entries(document.paths).flatMap(([, item]) =>
+        Object.entries(item).flatMap(([method, operation]) => {
+          const schema = operation.requestBody?.content["application/json"]?.schema
+          return schema === undefined ? [] : [{ method, operationId: operation.operationId, operation, schema }]
+        })
+      )
+      // Every operation that takes a body is tried here.
+      expect(withBodies.map((o) => o.operationId).sort()).toEqual(accepted.map((a) => a.operationId).sort())
+
+      const answers: Array<readonly [string, "taken" | "refused"]> = []
+      for (const { body, operationId, token, url } of accepted) {
+        const declared = withBodies.find((o) => o.operationId === operationId)
+        if (declared === undefined) return yield* Effect.dieMessage(`${operationId} takes no body in the document`)
+        const validate = validatorOf(declared.schema)
+        expect(validate(body), `${operationId}: ${JSON.stringify(validate.errors)}`).toBe(true)
+        const extended = { ...body, notInTheSchema: "x" }
+        const allowed = validate(extended)
+        const res = yield* call(asMethod(declared.method.toUpperCase()), url, { token, body: JSON.stringify(extended) })
+        const label = `${operationId} -> ${res.status} ${res.text}`
+        if (allowed) {
+          expect(res.status, label).toBeLessThan(300)
+          expect(declared.operation.responses[String(res.status)], label).toBeDefined()
+        } else {
+          expect(res.status, label).toBe(400)
+          expect(bodyOf(Schema.Struct({ code: Schema.String }), res).code, label).toBe("invalid_request")
+        }
+        answers.push([operationId, allowed ? "taken" : "refused"])
+      }
+      // The integration API ignores fields it does not know; the respondent API refuses them.
+      expect(Object.fromEntries(answers)).toEqual({
+        "embedSessions.create": "taken",
+        "erasures.create": "taken",
+        "surveyWebhook.put": "taken",
+        "surveyWebhook.recover": "taken",
+        "workspaceWebhooks.put": "taken",
+        "workspaceWebhooks.recover": "taken",
+        "respondent.start": "refused",
+        "respondent.save": "refused"
+      })
+    }))
 })

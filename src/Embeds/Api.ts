@@ -4,7 +4,7 @@ import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
-import { JsonBody } from "../Http/JsonBody.js"
+import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 import { SurveyId } from "../Surveys/Api.js"
 
 export class EmbedSessionRequest extends Schema.Class<EmbedSessionRequest>("EmbedSessionRequest")({
@@ -12,7 +12,7 @@ export class EmbedSessionRequest extends Schema.Class<EmbedSessionRequest>("Embe
     description: "The integrator's own identifier for the user, 1 to 256 characters. Stored on the response " +
       "and included in the response.completed event."
   })
-}) {}
+}, acceptsUnknownFields) {}
 
 export class EmbedSession extends Schema.Class<EmbedSession>("EmbedSession")({
   embedUrl: Schema.String.annotations({ description: "One-time URL to load in an iframe for the user." }),

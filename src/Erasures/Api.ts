@@ -3,13 +3,13 @@ import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire } from "../Domain/Errors.js"
-import { JsonBody } from "../Http/JsonBody.js"
+import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 
 const externalUserId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
   description: "The integrator's identifier of the person, as given when embed sessions were created (1 to 256 characters)."
 })
 
-export const ErasureRequest = Schema.Struct({ externalUserId }).annotations({ identifier: "ErasureRequest" })
+export const ErasureRequest = Schema.Struct({ externalUserId }).annotations({ identifier: "ErasureRequest", ...acceptsUnknownFields })
 
 export const Erasure = Schema.Struct({
   externalUserId,

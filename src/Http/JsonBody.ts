@@ -10,6 +10,14 @@ import { InvalidRequest, InvalidRequestWire } from "../Domain/Errors.js"
 export const MAX_JSON_DEPTH = 64
 
 /**
+ * Annotations of an `/api/v1` request body: it is read leniently, a field the schema does not
+ * name being ignored (a client may send fields a later version adds), and the OpenAPI document
+ * says so (`additionalProperties: true`, where a struct would declare `false`). The respondent
+ * API refuses unknown fields instead, and is declared strict.
+ */
+export const acceptsUnknownFields = { jsonSchema: { additionalProperties: true } } as const
+
+/**
  * Largest `/api/v1` request body. Every body the API takes (an embed session, webhook settings) is
  * a few hundred bytes; a larger declared one is refused before it is read, a larger streamed one
  * once read. The HTTP server refuses any body over 1 MiB before the service sees it.

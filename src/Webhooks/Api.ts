@@ -7,7 +7,7 @@ import { DisabledReason, EventFilter } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Events/Event.js"
 import { Limit } from "../Domain/Page.js"
 import { IsoInstant } from "../Domain/Time.js"
-import { JsonBody } from "../Http/JsonBody.js"
+import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 import { SurveyId } from "../Surveys/Api.js"
 
 const events = Schema.Array(SubscribableEventType).annotations({
@@ -45,7 +45,7 @@ export const WebhookTarget = Schema.Struct({
     description:
       "Event types to receive. Omitted: `[\"response.completed\", \"survey.published\", \"survey.closed\"]`. Unknown, repeated or empty: 400."
   })
-}).annotations({ identifier: "WebhookTarget" })
+}).annotations({ identifier: "WebhookTarget", ...acceptsUnknownFields })
 
 /** One delivery attempt (api-v1 §2.7); never the payload. */
 export const DeliveryAttempt = Schema.Struct({
@@ -88,7 +88,7 @@ export const Redelivery = Schema.Struct({
 export const RecoveryWindow = Schema.Struct({
   since: IsoInstant.annotations({ description: "Start of the window, inclusive; at most 30 days ago." }),
   until: Schema.optional(IsoInstant.annotations({ description: "End of the window, exclusive; default now." }))
-}).annotations({ identifier: "WebhookRecoveryWindow" })
+}).annotations({ identifier: "WebhookRecoveryWindow", ...acceptsUnknownFields })
 
 export const Recovery = Schema.Struct({
   queued: Schema.Int.annotations({ description: "Deliveries queued: events of the window not yet delivered nor pending." })
