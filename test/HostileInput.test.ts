@@ -4,13 +4,8 @@ import { Effect, Schema } from "effect"
 import { MAX_JSON_DEPTH } from "../src/Http/JsonBody.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
-import { type Answered, bodyOf, call, get, TestServer } from "./support/TestServer.js"
+import { type Answered, bodyOf, call, decodeAs, ErrorBody, get, TestServer } from "./support/TestServer.js"
 
-const ErrorBody = Schema.Struct({
-  code: Schema.String,
-  message: Schema.String,
-  issues: Schema.optional(Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String })))
-})
 const SurveyPageBody = Schema.Struct({ respondentToken: Schema.String })
 const Saved = Schema.Struct({ responseId: Schema.String })
 
@@ -41,13 +36,16 @@ const foreignBodies: ReadonlyArray<readonly [string, string]> = [
   ["application/octet-stream", "\u0000\u0001"]
 ]
 
+const Counts = Schema.Struct({ sessions: Schema.Number, responses: Schema.Number, webhooks: Schema.Number })
+
 const counts = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const [row] = yield* sql<{ sessions: number; responses: number; webhooks: number }>`
+  const rows = yield* sql`
     SELECT (SELECT count(*) FROM embed_sessions) AS sessions,
            (SELECT count(*) FROM responses) AS responses,
            (SELECT count(*) FROM webhooks) AS webhooks`.pipe(Effect.orDie)
-  return row ?? (yield* Effect.dieMessage("count(*) answered no row"))
+  const [row] = decodeAs(Schema.Tuple(Counts), rows)
+  return row
 })
 
 const respondentToken = Effect.map(

@@ -4,7 +4,7 @@ import { Effect, Schema } from "effect"
 import { Idempotency } from "../src/Http/Idempotency.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
-import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
 
 const json = (value: unknown) => JSON.stringify(value)
@@ -19,13 +19,16 @@ const embed = (key: string | undefined, externalUserId: string, surveyId = "srv_
     ...(key === undefined ? {} : { headers: { "idempotency-key": key } })
   })
 
+const Counts = Schema.Struct({ sessions: Schema.Number, responses: Schema.Number, keys: Schema.Number })
+
 const counts = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const [row] = yield* sql<{ sessions: number; responses: number; keys: number }>`
+  const rows = yield* sql`
     SELECT (SELECT count(*) FROM embed_sessions) AS sessions,
            (SELECT count(*) FROM responses) AS responses,
            (SELECT count(*) FROM idempotency_keys) AS keys`.pipe(Effect.orDie)
-  return row!
+  const [row] = decodeAs(Schema.Tuple(Counts), rows)
+  return row
 })
 
 const respondentToken = (surveyId: string) =>

@@ -25,8 +25,10 @@ layer(TestServer(baseFixture))("fixture import", (it) => {
 
   it.effect("a re-import replaces a response's answers and updates the survey", () =>
     Effect.gen(function*() {
+      const [mainSurvey] = baseFixture.surveys ?? []
+      if (mainSurvey === undefined) return yield* Effect.dieMessage("the base fixture has no survey")
       yield* importFixtureInput({
-        surveys: [{ ...baseFixture.surveys![0]!, title: "Main, renamed" }],
+        surveys: [{ ...mainSurvey, title: "Main, renamed" }],
         responses: [{
           id: "rsp_2",
           surveyId: "srv_main",

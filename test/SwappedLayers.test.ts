@@ -5,12 +5,11 @@ import { RepositoriesLive } from "../src/App.js"
 import { Outbox } from "../src/Events/Outbox.js"
 import { Signer } from "../src/Webhooks/Signer.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
-import { bodyOf, call, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, ErrorBody, TestServer } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, register, WebhookWorld } from "./support/WebhookWorld.js"
 import { TOKENS } from "./support/Fixtures.js"
 
-const ErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String })
 const PageBody = Schema.Struct({ respondentToken: Schema.String })
 const TestDelivered = Schema.Struct({ delivered: Schema.Boolean })
 

@@ -60,7 +60,7 @@ describe("redeliver one event", () => {
       expect(bodyOf(Redelivery, res)).toEqual({ eventId: event.id, queued: true })
       yield* advance("1 hour")
       const [first, again] = yield* eventually(target.received, (all) => all.length === 2)
-      if (first === undefined || again === undefined) return
+      if (first === undefined || again === undefined) return yield* Effect.dieMessage("the receiver holds fewer than two requests")
       expect(again.body).toBe(first.body)
       expect(again.headers["webhook-id"]).toBe(event.id)
       expect(again.headers["x-service-event-id"]).toBe(event.id)
@@ -87,7 +87,7 @@ describe("redeliver one event", () => {
       yield* advance("1 hour")
       for (let attempt = 1; attempt <= 8; attempt++) {
         const [delivery] = yield* eventually(deliveries, (all) => all[0]?.attempts === attempt && all[0].leaseUntil === 0)
-        if (delivery === undefined) return
+        if (delivery === undefined) return yield* Effect.dieMessage(`no delivery after attempt ${attempt}`)
         if (delivery.state === "pending") {
           yield* advance(Duration.millis(delivery.nextAttemptAt - (yield* TestClock.currentTimeMillis)))
         }

@@ -6,13 +6,12 @@ import { EventEnvelope } from "../src/Events/Event.js"
 import { DeliveryLog, WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, ErrorBody, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 const put = (path: string, token: string, body: unknown) =>
   call("PUT", path, { token, body: typeof body === "string" ? body : JSON.stringify(body) })
 
-const ErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String })
 const InvalidBody = Schema.Struct({
   code: Schema.Literal("invalid_request"),
   message: Schema.String,

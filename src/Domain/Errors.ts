@@ -119,10 +119,3 @@ export const InvalidRequestWire = Schema.transform(
   identifier: "Error_invalid_request",
   description: "A parameter or the body is missing or malformed; retrying unchanged fails again."
 })
-
-/** The body of every error answer (decisions §2). */
-export const ErrorBody = Schema.Struct({
-  code: Schema.String,
-  message: Schema.String,
-  issues: Schema.optional(Schema.Array(Issue))
-})

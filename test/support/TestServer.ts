@@ -146,6 +146,13 @@ export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, res: { readonly body: 
 /** `{ code }` of an error answer. */
 export const ErrorCode = Schema.Struct({ code: Schema.String })
 
+/** The whole body of an error answer (decisions §2). */
+export const ErrorBody = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String,
+  issues: Schema.optional(Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String })))
+})
+
 const read = (response: HttpClientResponse.HttpClientResponse) =>
   Effect.map(response.text, (text): Answered => {
     let body: unknown = undefined

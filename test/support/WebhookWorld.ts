@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Chunk, Clock, Context, Effect, Layer, Queue, Ref } from "effect"
+import { Chunk, Clock, Context, Effect, Layer, Queue, Ref, Schema } from "effect"
 import { WebhookBackgroundLive } from "../../src/App.js"
 import type { AppSettings } from "../../src/Config.js"
 import { Outbox } from "../../src/Events/Outbox.js"
@@ -7,7 +7,7 @@ import { WebhookRegistered } from "../../src/Webhooks/Api.js"
 import { type DeliveryRound, DeliveryRounds, DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
 import type { Signer } from "../../src/Webhooks/Signer.js"
 import { baseFixture, TOKENS } from "./Fixtures.js"
-import { bodyOf, call, TestServer } from "./TestServer.js"
+import { bodyOf, call, decodeAs, TestServer } from "./TestServer.js"
 
 type Settings = typeof DeliverySettings.Service
 
@@ -102,32 +102,38 @@ export const complete = (surveyId: string, workspaceId = "ws_a", responseId = "r
     })).pipe(Effect.orDie)
   })
 
-export interface LoggedAttempt {
-  readonly eventId: string
-  readonly scope: string
-  readonly ok: number
-  readonly responseStatus: number | null
-  readonly error: string | null
-  readonly attemptedAt: number
-}
+/** One row of `delivery_attempts`, as the tests read it. */
+export const LoggedAttempt = Schema.Struct({
+  eventId: Schema.String,
+  scope: Schema.String,
+  ok: Schema.Number,
+  responseStatus: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  attemptedAt: Schema.Number
+})
+export type LoggedAttempt = typeof LoggedAttempt.Type
 
 /** Every logged attempt, oldest first. */
 export const loggedAttempts = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql<LoggedAttempt>`SELECT event_id, scope, ok, response_status, error, attempted_at
+  const rows = yield* sql`SELECT event_id, scope, ok, response_status, error, attempted_at
     FROM delivery_attempts ORDER BY attempted_at, rowid`.pipe(Effect.orDie)
+  return decodeAs(Schema.Array(LoggedAttempt), rows)
 })
 
-export interface DeliveryState {
-  readonly id: number
-  readonly state: string
-  readonly attempts: number
-  readonly nextAttemptAt: number
-  readonly leaseUntil: number
-}
+/** One row of `deliveries`, as the tests read it. */
+export const DeliveryState = Schema.Struct({
+  id: Schema.Number,
+  state: Schema.String,
+  attempts: Schema.Number,
+  nextAttemptAt: Schema.Number,
+  leaseUntil: Schema.Number
+})
+export type DeliveryState = typeof DeliveryState.Type
 
 export const deliveries = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql<DeliveryState>`SELECT id, state, attempts, next_attempt_at, lease_until FROM deliveries ORDER BY id`
+  const rows = yield* sql`SELECT id, state, attempts, next_attempt_at, lease_until FROM deliveries ORDER BY id`
     .pipe(Effect.orDie)
+  return decodeAs(Schema.Array(DeliveryState), rows)
 })
