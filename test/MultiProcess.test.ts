@@ -6,7 +6,7 @@ import { TOKENS } from "./support/Fixtures.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { elsewhereRows } from "./support/Elsewhere.js"
-import { cli, polled, request, type ServeProcess, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { cli, polled, PROCESS_TEST_TIMEOUT, request, type ServeProcess, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 // Two real `serve` processes on one database (a SQLite file; a PostgreSQL database on the PostgreSQL
@@ -137,7 +137,7 @@ describe("two serve processes on one database", () => {
       expect([yield* status(a), yield* status(b), yield* status(a), yield* status(b)]).toEqual([200, 200, 200, 200])
       yield* cli(["keys", "revoke", key, ...db.flags])
       expect([yield* status(a), yield* status(b)]).toEqual([401, 401])
-    }).pipe(Effect.scoped), 120_000)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 
   it.live("hold a burst limit of 50 exactly: 200 parallel requests over both admit 50", () =>
     Effect.gen(function*() {
@@ -158,7 +158,7 @@ describe("two serve processes on one database", () => {
       expect(statuses.filter((s) => s === 200)).toHaveLength(50)
       expect(statuses.filter((s) => s === 429)).toHaveLength(150)
       expect(yield* count(db, "SELECT SUM(count) AS n FROM usage_daily WHERE account_id = 'acc_crowd'")).toBe(50)
-    }).pipe(Effect.scoped), 90_000)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 
   it.live("a delivery held by a process killed with SIGKILL is taken over by the other once its lease runs out", () =>
     Effect.gen(function*() {
@@ -188,7 +188,7 @@ describe("two serve processes on one database", () => {
       // Attempted once by the survivor; the killed process's attempt never finished.
       expect(done?.attempts).toBe(1)
       expect(survivor.proc.exitCode).toBeNull()
-    }).pipe(Effect.scoped), 90_000)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })
 
 describe("a serve process stopping with SIGTERM", () => {
@@ -232,5 +232,5 @@ describe("a serve process stopping with SIGTERM", () => {
       expect(delivery?.state).toBe("delivered")
       expect(delivery?.leaseOwner).toBeNull()
       expect(yield* count(db, "SELECT COUNT(*) AS n FROM job_leases WHERE holder IS NOT NULL AND lease_until > 0")).toBe(0)
-    }).pipe(Effect.scoped), 90_000)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })

@@ -5,7 +5,7 @@ import { EventEnvelope } from "../src/Events/Event.js"
 import { WebhookRegistered } from "../src/Webhooks/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { elsewhereRows } from "./support/Elsewhere.js"
-import { cli, polled, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { cli, polled, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 describe("the running service", () => {
@@ -45,5 +45,5 @@ describe("the running service", () => {
       )
       expect(event["type"]).toBe("survey.published")
       expect(event["formId"]).toBe("srv_draft")
-    }).pipe(Effect.scoped), 120_000)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })

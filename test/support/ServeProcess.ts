@@ -62,6 +62,9 @@ export const sharedDatabase = (fixture: FixtureInput) =>
  */
 export const PROCESS_BOUND = Duration.minutes(2)
 
+/** The time limit of a test that starts processes, in milliseconds: room for several waits of `PROCESS_BOUND`'s order. */
+export const PROCESS_TEST_TIMEOUT = 300_000
+
 /** `signal` within `PROCESS_BOUND` of real time (process tests run on the live clock); else the test fails naming `what`. */
 export const within = <A, E, R>(what: string, signal: Effect.Effect<A, E, R>) =>
   signal.pipe(
