@@ -3,6 +3,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import type { Position } from "../src/Domain/Cursor.js"
 import type { ResponseStatusFilter } from "../src/Domain/Response.js"
+import { answersOfResponses } from "../src/Responses/AnswerRows.js"
 import { pageStatement } from "../src/Responses/ResponseRepo.js"
 import { toNumbered } from "../src/Sql/Dialect.js"
 import { TestDatabase, testDatabase } from "./support/TestServer.js"
@@ -56,11 +57,7 @@ const byChange: ReadonlyArray<readonly [Query, "responses_by_updated" | "respons
 ]
 
 /** The answers of a page of responses. */
-const answersOfPage: Query = [
-  `SELECT a.value FROM answers a LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ?
-   WHERE a.response_id IN (?, ?, ?)`,
-  ["s", "a", "b", "c"]
-]
+const answersOfPage: Query = [answersOfResponses(3), ["a", "b", "c"]]
 
 describe.skipIf(testDatabase === "postgres")("on SQLite", () =>
   layer(TestDatabase())("query plans", (it) => {
@@ -114,6 +111,8 @@ describe.skipIf(testDatabase === "postgres")("on SQLite", () =>
       Effect.gen(function*() {
         const detail = yield* plan(...answersOfPage)
         expect(detail).toMatch(/SEARCH a USING PRIMARY KEY \(response_id=\?\)/)
+        expect(detail).toMatch(/SEARCH r USING/)
+        expect(detail).not.toMatch(/SCAN/)
         expect(detail).not.toContain("TEMP B-TREE")
       }))
   }))

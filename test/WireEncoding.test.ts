@@ -5,7 +5,7 @@ import { QuestionList } from "../src/Domain/Question.js"
 import { SurveyResponse } from "../src/Domain/Response.js"
 import { Survey } from "../src/Domain/Survey.js"
 import { ResponsePage } from "../src/Responses/Api.js"
-import { assemble, assembleJson, ResponseRow } from "../src/Responses/ResponseRepo.js"
+import { assemble, assembleJson } from "../src/Responses/ResponseRepo.js"
 import { SurveyPage } from "../src/Surveys/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
@@ -82,19 +82,19 @@ describe("assembleJson", () => {
       )
     )],
     ([[ids, answers, externals]]) => {
-      const rows = ids.map((id, i) =>
-        new ResponseRow({
-          id,
-          surveyId: "srv_x",
-          externalUserId: externals[i] ?? null,
-          completedAt: i % 2 === 0 ? "2026-01-02T00:00:00.000Z" : null,
-          createdAt: "2026-01-01T00:00:00.000Z",
-          updatedAt: i % 3 === 0 ? "2026-01-03T00:00:00.000Z" : "2026-01-01T00:00:00.000Z"
-        })
-      )
-      const viaSchema = Schema.encodeSync(Schema.Array(SurveyResponse))(assemble(rows, answers))
-      const texts = assembleJson(rows, answers.map((a) => ({ ...a, values: JSON.stringify(a.values) })))
+      const rows = ids.map((id, i) => ({
+        id,
+        surveyId: "srv_x",
+        externalUserId: externals[i] ?? null,
+        completedAt: i % 2 === 0 ? "2026-01-02T00:00:00.000Z" : null,
+        createdAt: "2026-01-01T00:00:00.000Z",
+        updatedAt: i % 3 === 0 ? "2026-01-03T00:00:00.000Z" : "2026-01-01T00:00:00.000Z"
+      }))
+      const stored = answers.map((a) => ({ ...a, values: JSON.stringify(a.values) }))
+      const viaSchema = Schema.encodeSync(Schema.Array(SurveyResponse))(assemble(rows, stored))
+      const texts = assembleJson(rows, stored)
       expect(`[${texts.join(",")}]`).toBe(JSON.stringify(viaSchema))
     }
   )
 })
+

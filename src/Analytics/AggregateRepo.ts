@@ -3,7 +3,7 @@ import { Array as Arr, Effect, Schema } from "effect"
 import { parseStoredOptions, StoredOptions, StoredQuestionType } from "../Domain/Question.js"
 import { Reader } from "../Sql/Reader.js"
 import { analyticsSnapshotSql, storedCountersSql } from "./SnapshotSql.js"
-import { num, oneOf, text } from "../Sql/Rows.js"
+import { column, num, oneOf, rowShape, type Row, text } from "../Sql/Rows.js"
 import {
   type Aggregates,
   type Contribution,
@@ -45,6 +45,22 @@ const parseValues = (text: unknown): ReadonlyArray<string> => {
   const parsed: unknown = JSON.parse(text)
   return Array.isArray(parsed) && parsed.every((v): v is string => typeof v === "string") ? parsed : []
 }
+
+/** An answer as analytics reads it: its values only, the survey's questions are read apart. */
+const AnswerValuesColumns = rowShape({
+  responseId: column.text("response_id"),
+  questionId: column.text("question_id"),
+  values: column.map(column.nullableText("\"values\""), parseValues)
+})
+
+const responseFields = {
+  id: column.text("id"),
+  surveyId: column.text("survey_id"),
+  completed: column.map(column.num("completed"), (completed) => completed === 1)
+}
+const ResponseColumns = rowShape(responseFields)
+/** A response row of a rebuild's keyset page, with the key it is ordered by. */
+const PagedResponseColumns = rowShape({ ...responseFields, createdAt: column.text("created_at") })
 
 export interface CurrentResponse extends ResponseInput {
   readonly id: string
@@ -203,50 +219,43 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         yield* sql`DELETE FROM analytics_contributions WHERE survey_id = ${surveyId}`
       })
 
-    const attachAnswers = (
-      rows: ReadonlyArray<ReadonlyArray<unknown>>,
-      answers: ReadonlyArray<ReadonlyArray<unknown>>
-    ): Array<CurrentResponse> => {
+    const attachAnswers = (rows: ReadonlyArray<Row>, answers: ReadonlyArray<Row>): Array<CurrentResponse> => {
       const byResponse = new Map<string, Array<{ questionId: string; values: ReadonlyArray<string> }>>()
-      for (const [responseId, questionId, values] of answers) {
-        if (typeof responseId !== "string" || typeof questionId !== "string") continue
+      for (const row of answers) {
+        const { questionId, responseId, values } = AnswerValuesColumns.read(row)
         const list = byResponse.get(responseId) ?? []
-        list.push({ questionId, values: parseValues(values) })
+        list.push({ questionId, values })
         byResponse.set(responseId, list)
       }
-      const out: Array<CurrentResponse> = []
-      for (const [id, surveyId, completed] of rows) {
-        if (typeof id !== "string" || typeof surveyId !== "string") continue
-        out.push({ id, surveyId, completed: completed === 1, answers: byResponse.get(id) ?? [] })
-      }
-      return out
+      return rows.map(ResponseColumns.read).map((r) => ({ ...r, answers: byResponse.get(r.id) ?? [] }))
     }
 
     const answersOf = (ids: ReadonlyArray<string>) =>
       ids.length === 0
         ? Effect.succeed([])
-        : sql`SELECT response_id, question_id, "values" FROM answers WHERE response_id IN ${sql.in(ids)}`.values
+        : sql`SELECT ${sql.literal(AnswerValuesColumns.columns)} FROM answers WHERE response_id IN ${sql.in(ids)}`.values
 
     /** Responses as they are now, with their answers; missing ids are left out. */
     const currentResponses = (ids: ReadonlyArray<string>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
         Effect.gen(function*() {
-          const rows = yield* sql`SELECT id, survey_id, completed FROM responses WHERE id IN ${sql.in(part)}`.values
+          const rows = yield* sql`SELECT ${sql.literal(ResponseColumns.columns)} FROM responses
+            WHERE id IN ${sql.in(part)}`.values
           return attachAnswers(rows, yield* answersOf(part))
         })).pipe(Effect.map(Arr.flatten))
 
     /** One keyset page of a survey's responses with their answers, for a rebuild. */
     const responsePage = (surveyId: string, after: { readonly createdAt: string; readonly id: string } | null, limit: number) =>
       Effect.gen(function*() {
-        const rows = yield* sql`SELECT id, survey_id, completed, created_at FROM responses
+        const rows = yield* sql`SELECT ${sql.literal(PagedResponseColumns.columns)} FROM responses
           WHERE survey_id = ${surveyId}
           ${after === null ? sql`` : sql`AND (created_at, id) > (${after.createdAt}, ${after.id})`}
           ORDER BY created_at, id LIMIT ${limit}`.values
         const last = rows[rows.length - 1]
-        const ids = rows.flatMap(([id]) => (typeof id === "string" ? [id] : []))
-        const next = last !== undefined && typeof last[0] === "string" && typeof last[3] === "string"
-          ? { id: last[0], createdAt: last[3] }
-          : null
+        const ids = rows.map(PagedResponseColumns.at.id)
+        const next = last === undefined
+          ? null
+          : { id: PagedResponseColumns.at.id(last), createdAt: PagedResponseColumns.at.createdAt(last) }
         return { responses: attachAnswers(rows, yield* answersOf(ids)), next }
       })
 

@@ -2,8 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { Reader } from "../Sql/Reader.js"
-import { accessGenerationSql, keyLookupSql } from "./KeyLookupSql.js"
-import { nullableText, num, oneOf, text } from "../Sql/Rows.js"
+import { AccessGenerationColumns, accessGenerationSql, KeyLookupColumns, keyLookupSql } from "./KeyLookupSql.js"
 import { toIso } from "../Domain/Time.js"
 import { hashToken, newApiToken } from "./Token.js"
 import type { ApiKeyContext } from "./CurrentKey.js"
@@ -12,7 +11,6 @@ import type { ApiKeyContext } from "./CurrentKey.js"
 const MAX_REMEMBERED = 10_000
 
 const decodeSurveyIds = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.String)))
-const roles = ["owner", "editor", "viewer"] as const
 
 export type KeyLookup =
   | { readonly _tag: "Unknown" }
@@ -29,21 +27,21 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
     /** What a row of `keyLookupSql` (or its absence) allows. */
     const decide = (r: ReadonlyArray<unknown> | undefined): KeyLookup => {
       if (r === undefined) return { _tag: "Unknown" }
-      if (r[4] === null) return { _tag: "NotMember" }
-      if (num(r, 5, "api_access") === 0) return { _tag: "NoApiAccess" }
-      const surveyIds = nullableText(r, 3, "survey_ids")
+      const row = KeyLookupColumns.read(r)
+      if (row.role === null) return { _tag: "NotMember" }
+      if (row.apiAccess === 0) return { _tag: "NoApiAccess" }
       const key: ApiKeyContext = {
-        keyId: text(r, 0, "id"),
-        workspaceId: text(r, 1, "workspace_id"),
-        accountId: text(r, 2, "created_by"),
-        role: oneOf(r, 4, "role", roles),
-        surveyIds: surveyIds === null ? null : new Set(decodeSurveyIds(surveyIds)),
+        keyId: row.id,
+        workspaceId: row.workspaceId,
+        accountId: row.createdBy,
+        role: row.role,
+        surveyIds: row.surveyIds === null ? null : new Set(decodeSurveyIds(row.surveyIds)),
         quota: {
-          planId: text(r, 6, "plan_id"),
-          burstLimit: num(r, 7, "burst_limit"),
-          burstWindowMinutes: num(r, 8, "burst_window_minutes"),
-          dailyLimit: num(r, 9, "daily_limit"),
-          monthlyLimit: num(r, 10, "monthly_limit")
+          planId: row.planId,
+          burstLimit: row.burstLimit,
+          burstWindowMinutes: row.burstWindowMinutes,
+          dailyLimit: row.dailyLimit,
+          monthlyLimit: row.monthlyLimit
         }
       }
       return { _tag: "Valid", key }
@@ -62,7 +60,7 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
      */
     const lookup = (tokenHash: string): Effect.Effect<KeyLookup> =>
       Effect.flatMap(reader.values(accessGenerationSql, []), (rows) => {
-        const generation = num(rows[0] ?? [], 0, "access_generation")
+        const generation = AccessGenerationColumns.at.value(rows[0] ?? [])
         const known = remembered.get(tokenHash)
         if (known !== undefined && known.generation === generation) return Effect.succeed(known.found)
         return Effect.map(reader.values(keyLookupSql, [tokenHash]), (found) => {

@@ -1,10 +1,25 @@
+import { column, rowShape } from "../Sql/Rows.js"
+
+/** A row of `keyLookupSql`; `role` is null when the key's creator is no longer a member. */
+export const KeyLookupColumns = rowShape({
+  id: column.text("k.id"),
+  workspaceId: column.text("k.workspace_id"),
+  createdBy: column.text("k.created_by"),
+  surveyIds: column.nullableText("k.survey_ids"),
+  role: column.nullableOneOf("m.role", ["owner", "editor", "viewer"]),
+  apiAccess: column.num("op.api_access"),
+  planId: column.text("cp.id AS plan_id"),
+  burstLimit: column.num("cp.burst_limit"),
+  burstWindowMinutes: column.num("cp.burst_window_minutes"),
+  dailyLimit: column.num("cp.daily_limit"),
+  monthlyLimit: column.num("cp.monthly_limit")
+})
+
 /**
  * The key lookup of every request: the key, its creator's membership and plan, the owner's plan
- * (decisions §3). Kept free of imports: the read benchmark's baseline runs the same statement.
+ * (decisions §3). Its only import is import-free: the read benchmark's baseline runs the same statement.
  */
-export const keyLookupSql = `SELECT k.id, k.workspace_id, k.created_by, k.survey_ids, m.role,
-         op.api_access, cp.id AS plan_id, cp.burst_limit, cp.burst_window_minutes,
-         cp.daily_limit, cp.monthly_limit
+export const keyLookupSql = `SELECT ${KeyLookupColumns.columns}
   FROM api_keys k
   JOIN workspaces w ON w.id = k.workspace_id
   JOIN accounts o ON o.id = w.owner_account_id
@@ -19,3 +34,6 @@ export const keyLookupSql = `SELECT k.id, k.workspace_id, k.created_by, k.survey
  * remembered at one value is still what `keyLookupSql` would answer while it holds.
  */
 export const accessGenerationSql = "SELECT value FROM access_generation WHERE id = 1"
+
+/** The row of `accessGenerationSql`. */
+export const AccessGenerationColumns = rowShape({ value: column.num("value") })

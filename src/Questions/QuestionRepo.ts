@@ -9,7 +9,7 @@ import {
   StoredQuestionType
 } from "../Domain/Question.js"
 import { Reader } from "../Sql/Reader.js"
-import { num, oneOf, text } from "../Sql/Rows.js"
+import { column, rowShape } from "../Sql/Rows.js"
 
 const SettingsJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 
@@ -26,17 +26,20 @@ const ApiQuestionRow = Schema.Struct({
 type ApiQuestionRow = typeof ApiQuestionRow.Type
 
 
-const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ({
-  id: text(row, 0, "id"),
-  type: oneOf(row, 1, "type", QuestionType.literals),
-  label: text(row, 2, "label"),
-  required: num(row, 3, "required"),
-  allowMultiple: num(row, 4, "allow_multiple"),
-  position: num(row, 5, "position"),
-  options: parseStoredOptions(text(row, 6, "options"))
+/** A question row as the API reads it: the `SELECT` list and its typed reads. */
+export const ApiQuestionColumns = rowShape({
+  id: column.text("id"),
+  type: column.oneOf("type", QuestionType.literals),
+  label: column.text("label"),
+  required: column.num("required"),
+  allowMultiple: column.num("allow_multiple"),
+  position: column.num("position"),
+  options: column.map(column.text("options"), parseStoredOptions)
 })
 
-const apiQuestionsOf = `SELECT id, type, label, required, allow_multiple, position, options
+export const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ApiQuestionColumns.read(row)
+
+const apiQuestionsOf = `SELECT ${ApiQuestionColumns.columns}
   FROM questions WHERE survey_id = ? AND deleted = 0 AND type <> 'section'
   ORDER BY position, id`
 

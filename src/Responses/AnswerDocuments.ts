@@ -1,8 +1,8 @@
 import type { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
-import { text } from "../Sql/Rows.js"
-import { answersByResponse, answersJson } from "./AnswerWire.js"
 import { positional } from "../Sql/Dialect.js"
+import { AnswerColumns, answersOfResponses } from "./AnswerRows.js"
+import { answersByResponse, answersJson } from "./AnswerWire.js"
 
 /**
  * Each response row carries its answers rendered in wire form (`responses.answers_json`, the JSON
@@ -42,43 +42,14 @@ const batch = 400
 export const refreshAnswerDocuments = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     for (const part of Arr.chunksOf(Arr.dedupe(ids), batch)) {
-      const rows = yield* sql`SELECT r.id, a.question_id, a.value, a."values",
-          CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
-        FROM responses r
-        LEFT JOIN answers a ON a.response_id = r.id
-        LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = r.survey_id
-        WHERE r.id IN ${sql.in(part)}`.values
-      const found = new Set<string>()
-      const answers: Array<{
-        responseId: string
-        questionId: string
-        value: string
-        values: string
-        type: string | null
-        position: number | null
-      }> = []
-      for (const row of rows) {
-        const responseId = text(row, 0, "id")
-        found.add(responseId)
-        if (row[1] === null) continue
-        const type = row[4]
-        const position = row[5]
-        answers.push({
-          responseId,
-          questionId: text(row, 1, "question_id"),
-          value: text(row, 2, "value"),
-          values: text(row, 3, "values"),
-          type: typeof type === "string" ? type : null,
-          position: typeof position === "number" ? position : null
-        })
-      }
-      if (found.size === 0) continue
-      const byResponse = answersByResponse(answers)
+      const rows = yield* sql.unsafe(positional(sql, answersOfResponses(part.length)), part).values
+      const byResponse = answersByResponse(rows.map(AnswerColumns.read))
+      // A response without answers renders as `[]`; an id with no response row updates nothing.
       const params: Array<string> = []
-      for (const id of found) {
+      for (const id of part) {
         params.push(id, answersJson(byResponse.get(id) ?? [], (a) => parseStoredValues(`${id}/${a.questionId}`, a.values)))
       }
-      const tuples = Array.from({ length: found.size }, () => "(?, ?)").join(", ")
+      const tuples = Array.from({ length: part.length }, () => "(?, ?)").join(", ")
       yield* sql.unsafe(
         positional(sql, `WITH rendered (id, answers_json) AS (VALUES ${tuples})
          UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout

@@ -1,34 +1,37 @@
-import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import type { SqlError } from "@effect/sql"
+import { Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
-import { QuestionType, StoredQuestionType } from "../Domain/Question.js"
 import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
-import { placeholders, Reader } from "../Sql/Reader.js"
-import { nullableNum, nullableOneOf, nullableText, text } from "../Sql/Rows.js"
+import { Reader } from "../Sql/Reader.js"
+import { column, type Row, rowShape, type RowOf } from "../Sql/Rows.js"
 import { parseStoredValues } from "./AnswerDocuments.js"
-import { answersByResponse, answersJson, liveType, type PlacedAnswer, responseJson } from "./AnswerWire.js"
+import { type AnswerRow, AnswerColumns, answersOfResponses } from "./AnswerRows.js"
+import { answersByResponse, answersJson, liveType, responseJson } from "./AnswerWire.js"
 
-export class ResponseRow extends Schema.Class<ResponseRow>("ResponseRow")({
-  id: Schema.String,
-  surveyId: Schema.String,
-  externalUserId: Schema.NullOr(Schema.String),
-  completedAt: Schema.NullOr(Schema.String),
-  createdAt: Schema.String,
-  updatedAt: Schema.String
-}) {}
+/** The columns of a response row, in the order of its wire fields. */
+const responseFields = {
+  id: column.text("id"),
+  surveyId: column.text("survey_id"),
+  externalUserId: column.nullableText("external_user_id"),
+  completedAt: column.nullableText("completed_at"),
+  createdAt: column.text("created_at"),
+  updatedAt: column.text("updated_at")
+}
+const ResponseColumns = rowShape(responseFields)
+export type ResponseRow = RowOf<typeof responseFields>
 
-const AnswerRow = Schema.Struct({
-  responseId: Schema.String,
-  questionId: Schema.String,
-  value: Schema.String,
-  values: Schema.parseJson(Schema.Array(Schema.String)),
-  /** Null when the question is gone, deleted, or not a question of this survey. */
-  type: Schema.NullOr(Schema.Union(QuestionType, Schema.Literal("section"))),
-  position: Schema.NullOr(Schema.Number)
+/**
+ * A row of the responses list: the response and its stored rendering of `answers` (the JSON text
+ * of the array, AnswerDocuments) when that rendering is current, else null. Its `?` is the
+ * survey id, the list statement's first parameter.
+ */
+export const ListedColumns = rowShape({
+  ...responseFields,
+  answersJson: column.nullableText(
+    "CASE WHEN answers_layout = (SELECT answer_layout FROM surveys WHERE id = ?) THEN answers_json END AS answers_json"
+  )
 })
-type AnswerRow = typeof AnswerRow.Type
-
-const columns = "id, survey_id, external_user_id, completed_at, created_at, updated_at"
+type ListedResponse = RowOf<typeof ListedColumns.fields>
 
 /**
  * The two keyset orders of the responses list: by start (`createdAt`, the default, with
@@ -55,23 +58,11 @@ export interface ListedPage {
   readonly more: boolean
 }
 
-/** A row of the responses list: the response and its stored rendering of `answers`, when current. */
-export interface ListedResponse {
-  readonly id: string
-  readonly surveyId: string
-  readonly externalUserId: string | null
-  readonly completedAt: string | null
-  readonly createdAt: string
-  readonly updatedAt: string
-  /** The JSON text of `answers` as stored (AnswerDocuments), or null when it must be assembled. */
-  readonly answersJson: string | null
-}
-
 /** One response in wire form, its answers already in order; `valuesOf` reads an answer's values. */
-const responseWire = <A extends PlacedAnswer & { readonly type: QuestionType | "section" | null }>(
+const responseWire = (
   row: ResponseRow,
-  answers: ReadonlyArray<A>,
-  valuesOf: (answer: A) => ReadonlyArray<string>
+  answers: ReadonlyArray<AnswerRow>,
+  valuesOf: (answer: AnswerRow) => ReadonlyArray<string>
 ): typeof SurveyResponse.Encoded => ({
   id: row.id,
   surveyId: row.surveyId,
@@ -86,11 +77,14 @@ const responseWire = <A extends PlacedAnswer & { readonly type: QuestionType | "
   })
 })
 
+/** An answer's stored values, read where it is written out. */
+const storedValues = (a: AnswerRow) => parseStoredValues(`${a.responseId}/${a.questionId}`, a.values)
+
 /** Assembles API responses from rows and their answers, answers in question order. */
-export const assemble = (rows: ReadonlyArray<Pick<ResponseRow, keyof ResponseRow>>, answers: ReadonlyArray<AnswerRow>) => {
+export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArray<AnswerRow>) => {
   const byResponse = answersByResponse(answers)
   return rows.map((row) => {
-    const wire = responseWire(row, byResponse.get(row.id) ?? [], (a) => a.values)
+    const wire = responseWire(row, byResponse.get(row.id) ?? [], storedValues)
     return new SurveyResponse({
       ...wire,
       answers: wire.answers.map((a) => new Answer(a, { disableValidation: true }))
@@ -99,52 +93,18 @@ export const assemble = (rows: ReadonlyArray<Pick<ResponseRow, keyof ResponseRow
 }
 
 /**
- * An answer row for the list's wire path: `values` stays the stored JSON text until it is
- * written out, which spares a schema transformation per answer on the hottest read.
- */
-const AnswerWireRow = Schema.Struct({ ...AnswerRow.fields, values: Schema.String })
-type AnswerWireRow = typeof AnswerWireRow.Type
-
-/**
  * The JSON text of each response, in the order of `rows`, assembled from answer rows: what the
  * schema's encoding of `assemble` writes, byte for byte (test/WireEncoding.test.ts). A stored
  * rendering is the same text (AnswerDocuments).
  */
-export const assembleJson = (
-  rows: ReadonlyArray<Omit<ListedResponse, "answersJson">>,
-  answers: ReadonlyArray<AnswerWireRow>
-): Array<string> => {
+export const assembleJson = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArray<AnswerRow>): Array<string> => {
   const byResponse = answersByResponse(answers)
-  return rows.map((row) =>
-    listedJson(
-      row,
-      answersJson(byResponse.get(row.id) ?? [], (a) => parseStoredValues(`${a.responseId}/${a.questionId}`, a.values))
-    )
-  )
+  return rows.map((row) => listedJson(row, answersJson(byResponse.get(row.id) ?? [], storedValues)))
 }
 
 /** One listed response's JSON text around the JSON text of its answers. */
-const listedJson = (row: Omit<ListedResponse, "answersJson">, answers: string) =>
+const listedJson = (row: ResponseRow, answers: string) =>
   responseJson(row.id, row.surveyId, row.externalUserId, row.completedAt, row.createdAt, row.updatedAt, answers)
-
-const listedOf = (row: ReadonlyArray<unknown>): ListedResponse => ({
-  id: text(row, 0, "id"),
-  surveyId: text(row, 1, "survey_id"),
-  externalUserId: nullableText(row, 2, "external_user_id"),
-  completedAt: nullableText(row, 3, "completed_at"),
-  createdAt: text(row, 4, "created_at"),
-  updatedAt: text(row, 5, "updated_at"),
-  answersJson: nullableText(row, 6, "answers_json")
-})
-
-const answerWireRowOf = (row: ReadonlyArray<unknown>): AnswerWireRow => ({
-  responseId: text(row, 0, "response_id"),
-  questionId: text(row, 1, "question_id"),
-  value: text(row, 2, "value"),
-  values: text(row, 3, "values"),
-  type: nullableOneOf(row, 4, "type", StoredQuestionType.literals),
-  position: nullableNum(row, 5, "position")
-})
 
 /**
  * A page is one statement: the response rows in keyset order (the primary key's order, or the
@@ -153,9 +113,7 @@ const answerWireRowOf = (row: ReadonlyArray<unknown>): AnswerWireRow => ({
  */
 export const pageStatement = (r: ListResponses): { readonly text: string; readonly params: ReadonlyArray<unknown> } => {
   const params: Array<unknown> = [r.surveyId, r.surveyId]
-  let text = `SELECT ${columns},
-      CASE WHEN answers_layout = (SELECT answer_layout FROM surveys WHERE id = ?) THEN answers_json END
-    FROM responses WHERE survey_id = ?`
+  let text = `SELECT ${ListedColumns.columns} FROM responses WHERE survey_id = ?`
   if (r.status !== "all") {
     text += " AND completed = ?"
     params.push(r.status === "completed" ? 1 : 0)
@@ -174,45 +132,47 @@ export const pageStatement = (r: ListResponses): { readonly text: string; readon
   return { text: `${text} ORDER BY ${key}, id LIMIT ?`, params }
 }
 
+const at = ListedColumns.at
+
+/**
+ * The JSON text of the first `count` listed rows (value rows of `ListedColumns`), each written
+ * around its stored rendering of `answers`, joined by commas; undefined as soon as one rendering
+ * is not current. The hot path of the responses list: typed reads of the row's cells, no row
+ * object.
+ */
+export const renderedItems = (rows: ReadonlyArray<Row>, count: number): string | undefined => {
+  let items = ""
+  for (let i = 0; i < count; i++) {
+    const row = rows[i] ?? []
+    const answers = at.answersJson(row)
+    if (answers === null) return undefined
+    if (i > 0) items += ","
+    items += responseJson(
+      at.id(row),
+      at.surveyId(row),
+      at.externalUserId(row),
+      at.completedAt(row),
+      at.createdAt(row),
+      at.updatedAt(row),
+      answers
+    )
+  }
+  return items
+}
+
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-
     const reader = yield* Reader
 
-    const findOne = SqlSchema.findOne({
-      Request: Schema.Struct({ surveyId: Schema.String, id: Schema.String }),
-      Result: ResponseRow,
-      execute: (r) => sql`SELECT ${sql.literal(columns)} FROM responses WHERE id = ${r.id} AND survey_id = ${r.surveyId}`
-    })
-
-    const answersOf = SqlSchema.findAll({
-      Request: Schema.Struct({ surveyId: Schema.String, ids: Schema.Array(Schema.String) }),
-      Result: AnswerRow,
-      execute: (r) =>
-        sql`SELECT a.response_id, a.question_id, a.value, a."values",
-                   CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
-            FROM answers a
-            LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ${r.surveyId}
-            WHERE a.response_id IN ${sql.in(r.ids)}`
-    })
-
-    const withAnswers = (surveyId: string, rows: ReadonlyArray<ResponseRow>) =>
-      rows.length === 0
+    const answersOf = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
         ? Effect.succeed([])
-        : Effect.map(answersOf({ surveyId, ids: rows.map((r) => r.id) }), (answers) => assemble(rows, answers))
+        : Effect.map(reader.values(answersOfResponses(ids.length), ids), (rows) => rows.map(AnswerColumns.read))
 
-    const wireAnswersOf = (surveyId: string, ids: ReadonlyArray<string>) =>
+    const findOne = (surveyId: string, id: string) =>
       Effect.map(
-        reader.values(
-          `SELECT a.response_id, a.question_id, a.value, a."values",
-                  CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position
-           FROM answers a
-           LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = ?
-           WHERE a.response_id IN ${placeholders(ids.length)}`,
-          [surveyId, ...ids]
-        ),
-        (rows) => rows.map(answerWireRowOf)
+        reader.values(`SELECT ${ResponseColumns.columns} FROM responses WHERE id = ? AND survey_id = ?`, [id, surveyId]),
+        (rows) => Option.map(Option.fromNullable(rows[0]), ResponseColumns.read)
       )
 
     /**
@@ -225,30 +185,16 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
       const statement = pageStatement({ ...r, limit: r.limit + 1 })
       return Effect.flatMap(reader.values(statement.text, statement.params), (rows): Effect.Effect<ListedPage, SqlError.SqlError> => {
         const count = Math.min(r.limit, rows.length)
-        const lastRow = count > 0 ? listedOf(rows[count - 1] ?? []) : undefined
+        const lastRow = count > 0 ? ListedColumns.read(rows[count - 1] ?? []) : undefined
         const last = lastRow === undefined
           ? undefined
           : { id: lastRow.id, createdAt: lastRow.createdAt, updatedAt: lastRow.updatedAt }
         const more = rows.length > r.limit
-        let items = ""
-        for (let i = 0; i < count; i++) {
-          const row = rows[i] ?? []
-          const answers = nullableText(row, 6, "answers_json")
-          if (answers === null) {
-            return Effect.map(
-              withStale(r.surveyId, rows.slice(0, count).map(listedOf)),
-              (texts) => ({ items: texts.join(","), last, more })
-            )
-          }
-          if (i > 0) items += ","
-          items += responseJson(
-            text(row, 0, "id"),
-            text(row, 1, "survey_id"),
-            nullableText(row, 2, "external_user_id"),
-            nullableText(row, 3, "completed_at"),
-            text(row, 4, "created_at"),
-            text(row, 5, "updated_at"),
-            answers
+        const items = renderedItems(rows, count)
+        if (items === undefined) {
+          return Effect.map(
+            withStale(rows.slice(0, count).map(ListedColumns.read)),
+            (texts) => ({ items: texts.join(","), last, more })
           )
         }
         return Effect.succeed({ items, last, more })
@@ -256,9 +202,9 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
     }
 
     /** Each listed response's JSON text: its stored rendering, or assembled from its answer rows. */
-    const withStale = (surveyId: string, rows: ReadonlyArray<ListedResponse>) => {
+    const withStale = (rows: ReadonlyArray<ListedResponse>) => {
       const missing = rows.filter((r) => r.answersJson === null)
-      return Effect.map(wireAnswersOf(surveyId, missing.map((r) => r.id)), (answers) => {
+      return Effect.map(answersOf(missing.map((r) => r.id)), (answers) => {
         const assembled = new Map<string, string>()
         const texts = assembleJson(missing, answers)
         missing.forEach((row, i) => assembled.set(row.id, texts[i] ?? ""))
@@ -272,10 +218,10 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
       /** One page in the requested order (`limit` responses) in wire form, for a pre-encoded body. */
       page: (req: ListResponses) => page(req).pipe(Effect.orDie),
       findById: (surveyId: string, id: string) =>
-        findOne({ surveyId, id }).pipe(
+        findOne(surveyId, id).pipe(
           Effect.flatMap(Option.match({
             onNone: () => Effect.succeed(Option.none<SurveyResponse>()),
-            onSome: (row) => Effect.map(withAnswers(surveyId, [row]), (all) => Option.fromNullable(all[0]))
+            onSome: (row) => Effect.map(answersOf([row.id]), (answers) => Option.fromNullable(assemble([row], answers)[0]))
           })),
           Effect.orDie
         )

@@ -2,7 +2,7 @@ import { Effect, Option, Schema } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { Survey, SurveyStatus } from "../Domain/Survey.js"
 import { placeholders, Reader } from "../Sql/Reader.js"
-import { nullableText, num, oneOf, text } from "../Sql/Rows.js"
+import { column, rowShape } from "../Sql/Rows.js"
 
 const SurveyFields = Schema.Struct({
   id: Schema.String,
@@ -41,23 +41,23 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")(SurveyFields
   }
 }
 
-const columns = "id, workspace_id, title, description, status, trashed, question_count, response_count, created_at, updated_at"
-
-const byId = `SELECT ${columns} FROM surveys WHERE id = ?`
-
-/** A row of `columns`, read with typed column reads. */
-const surveyFieldsOf = (row: ReadonlyArray<unknown>): SurveyFields => ({
-  id: text(row, 0, "id"),
-  workspaceId: text(row, 1, "workspace_id"),
-  title: text(row, 2, "title"),
-  description: nullableText(row, 3, "description"),
-  status: oneOf(row, 4, "status", SurveyStatus.literals),
-  trashed: num(row, 5, "trashed"),
-  questionCount: num(row, 6, "question_count"),
-  responseCount: num(row, 7, "response_count"),
-  createdAt: text(row, 8, "created_at"),
-  updatedAt: text(row, 9, "updated_at")
+/** A survey row as read: the `SELECT` list and its typed reads. */
+export const SurveyColumns = rowShape({
+  id: column.text("id"),
+  workspaceId: column.text("workspace_id"),
+  title: column.text("title"),
+  description: column.nullableText("description"),
+  status: column.oneOf("status", SurveyStatus.literals),
+  trashed: column.num("trashed"),
+  questionCount: column.num("question_count"),
+  responseCount: column.num("response_count"),
+  createdAt: column.text("created_at"),
+  updatedAt: column.text("updated_at")
 })
+
+const byId = `SELECT ${SurveyColumns.columns} FROM surveys WHERE id = ?`
+
+const surveyFieldsOf = (row: ReadonlyArray<unknown>): SurveyFields => SurveyColumns.read(row)
 
 const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow =>
   new SurveyRow(surveyFieldsOf(row), { disableValidation: true })
@@ -66,7 +66,7 @@ const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow =>
  * A list row straight in wire form: a page of surveys skips the row class, whose construction
  * cost more than the query (docs/performance.md).
  */
-const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(surveyFieldsOf(row))
+export const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(surveyFieldsOf(row))
 
 export interface ListSurveys {
   readonly workspaceId: string
@@ -86,7 +86,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
 
     const listPage = (r: ListSurveys) => {
       const params: Array<unknown> = [r.workspaceId]
-      let text = `SELECT ${columns} FROM surveys WHERE workspace_id = ? AND trashed = 0`
+      let text = `SELECT ${SurveyColumns.columns} FROM surveys WHERE workspace_id = ? AND trashed = 0`
       if (r.surveyIds !== null) {
         text += ` AND id IN ${placeholders(r.surveyIds.length)}`
         params.push(...r.surveyIds)
