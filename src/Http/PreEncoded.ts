@@ -25,3 +25,10 @@ export const preEncodedJson = <S extends Schema.Schema.Any>(
   // The text goes to Bun's Response as it is (Bun writes it and its Content-Length): encoding it
   // to bytes first, as `HttpServerResponse.text` does, copied every page once more.
   HttpServerResponse.raw(json, { contentType: "application/json" })
+
+/**
+ * The JSON text of a page envelope (`Page` in src/Domain/Page.ts) around the JSON text of its
+ * items: what `JSON.stringify` writes for the schema's encoding of the page.
+ */
+export const pageJson = (items: string, nextCursor: string | null): string =>
+  `{"data":[${items}],"nextCursor":${nextCursor === null ? "null" : JSON.stringify(nextCursor)}}`

@@ -4,7 +4,7 @@ import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
-import { preEncodedJson } from "../Http/PreEncoded.js"
+import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { isCsvList, ResponseExportParams, ResponsePage } from "./Api.js"
@@ -61,9 +61,9 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
             : Option.some(yield* decodeCursor(urlParams.cursor, fingerprint))
           const page = yield* responses.page({ surveyId: path.id, status, order, from, after, limit })
           const nextCursor = page.more && page.last !== undefined
-            ? JSON.stringify(encodeCursor({ key: page.last[order], id: page.last.id }, fingerprint))
-            : "null"
-          return preEncodedJson(ResponsePage, `{"data":[${page.items}],"nextCursor":${nextCursor}}`)
+            ? encodeCursor({ key: page.last[order], id: page.last.id }, fingerprint)
+            : null
+          return preEncodedJson(ResponsePage, pageJson(page.items, nextCursor))
         }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
