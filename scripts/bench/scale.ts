@@ -9,6 +9,7 @@
  *   bun run bench:scale [-- --seconds 5 --connections 32 --surveys 20 --responses 500]
  */
 import { existsSync, writeFileSync } from "node:fs"
+import { loadavg } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, surveyId, writeDataset } from "./Dataset.js"
@@ -168,6 +169,10 @@ const importInto = (files: ReadonlyArray<string>, database: string) => {
   }
 }
 
+/** The 1-minute load average, for the header: the machine may be shared. */
+const load = () => loadavg()[0]?.toFixed(1) ?? "?"
+const loadAtStart = load()
+
 const work = tempDir()
 const results = new Map<string, Map<string, Load>>()
 let postgres: PostgresCluster | undefined
@@ -220,7 +225,8 @@ try {
 const names = [...results.keys()]
 console.log([
   `${machine()}; wrk, ${connections} connections over the processes, ${seconds} s per cell after a 1 s warm-up, wrk timeout 10 s; ` +
-  `${surveys} surveys × ${responsesPerSurvey} responses; ${new Date().toISOString().slice(0, 16)}Z`,
+  `${surveys} surveys × ${responsesPerSurvey} responses; load average ${loadAtStart} at the start, ${load()} at the end; ` +
+  `${new Date().toISOString().slice(0, 16)}Z`,
   "",
   table(["workload", ...names], workloads.map((w) => [w.name, ...names.map((n) => cell(results.get(n)?.get(w.name)))]))
 ].join("\n"))

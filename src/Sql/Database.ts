@@ -248,8 +248,8 @@ export const pgClientOptions = (
  * statement has run. Under load every connection is taken, often by transactions queued behind a
  * row lock that the interrupted transaction holds (a survey's `response_clock` row), so the
  * cancel waited for a connection that could only come free after it: the pool stood still until
- * the library gave up on the cancel after 5 s, and the cancel, still queued, later ran against
- * whatever statement that backend served by then, another request's. Completions under sustained
+ * the library gave up on the cancel after 5 s, and a cancel still queued then could run later
+ * against whatever statement that backend served by then, another request's. Completions under sustained
  * load answered nothing at all (docs/performance-scale.md). A statement is never cancelled here,
  * so an interrupted request needs no connection beyond its own.
  */
