@@ -10,6 +10,7 @@ import { ResponseDeletion } from "../src/Responses/ResponseDeletion.js"
 import { expectClose, oracle } from "./support/AnalyticsOracle.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
 import { TestDatabase } from "./support/TestServer.js"
+import { ResponseId, SurveyId, WorkspaceId } from "../src/Domain/Ids.js"
 
 const types: ReadonlyArray<StoredQuestionType> = StoredQuestionType.literals
 
@@ -127,7 +128,11 @@ layer(Setup)("stored aggregates", (it) => {
           }
           if (op.kind === "delete") {
             // Subtracts what the response contributed, in the deleting transaction.
-            const existed = yield* deletion.deleteOne({ workspaceId: "ws_p", surveyId, responseId: `${surveyId}_r${op.target}` })
+            const existed = yield* deletion.deleteOne({
+              workspaceId: WorkspaceId.make("ws_p"),
+              surveyId: SurveyId.make(surveyId),
+              responseId: ResponseId.make(`${surveyId}_r${op.target}`)
+            })
             expect(existed).toBe(model.delete(op.target))
             continue
           }

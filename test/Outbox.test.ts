@@ -7,6 +7,7 @@ import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { SurveyRepo } from "../src/Surveys/SurveyRepo.js"
 import { baseFixture } from "./support/Fixtures.js"
 import { TestDatabase } from "./support/TestServer.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 
 const decodeEnvelope = Schema.decodeUnknownSync(Schema.parseJson(EventEnvelope))
 const decodeSurveyData = Schema.decodeUnknownSync(Schema.Struct({ survey: Survey }))
@@ -26,10 +27,10 @@ layer(TestDatabase(baseFixture))("survey lifecycle events in the outbox", (it) =
       const repo = yield* SurveyRepo
       expect(yield* eventsOf("srv_draft")).toEqual([])
 
-      yield* lifecycle.apply("srv_draft", "publish").pipe(Effect.orDie)
-      const published = (yield* repo.findById("srv_draft").pipe(Effect.flatMap(Effect.orDie))).toApi()
-      yield* lifecycle.apply("srv_draft", "close").pipe(Effect.orDie)
-      const closed = (yield* repo.findById("srv_draft").pipe(Effect.flatMap(Effect.orDie))).toApi()
+      yield* lifecycle.apply(SurveyId.make("srv_draft"), "publish").pipe(Effect.orDie)
+      const published = (yield* repo.findById(SurveyId.make("srv_draft")).pipe(Effect.flatMap(Effect.orDie))).toApi()
+      yield* lifecycle.apply(SurveyId.make("srv_draft"), "close").pipe(Effect.orDie)
+      const closed = (yield* repo.findById(SurveyId.make("srv_draft")).pipe(Effect.flatMap(Effect.orDie))).toApi()
 
       const rows = yield* eventsOf("srv_draft")
       expect(rows.map((r) => r.type)).toEqual(["survey.published", "survey.closed"])
@@ -54,11 +55,11 @@ layer(TestDatabase(baseFixture))("survey lifecycle events in the outbox", (it) =
   it.effect("a refused move or a trash writes no event", () =>
     Effect.gen(function*() {
       const lifecycle = yield* SurveyLifecycle
-      const refused = yield* Effect.flip(lifecycle.apply("srv_closed", "close"))
+      const refused = yield* Effect.flip(lifecycle.apply(SurveyId.make("srv_closed"), "close"))
       expect(refused._tag).toBe("TransitionRefused")
-      yield* lifecycle.apply("srv_closed", "trash").pipe(Effect.orDie)
+      yield* lifecycle.apply(SurveyId.make("srv_closed"), "trash").pipe(Effect.orDie)
       expect(yield* eventsOf("srv_closed")).toEqual([])
-      const gone = yield* Effect.flip(lifecycle.apply("srv_closed", "publish"))
+      const gone = yield* Effect.flip(lifecycle.apply(SurveyId.make("srv_closed"), "publish"))
       expect(gone._tag).toBe("SurveyMissing")
       expect(yield* eventsOf("srv_closed")).toEqual([])
     }))
@@ -69,7 +70,7 @@ layer(TestDatabase(baseFixture))("survey lifecycle moves at once", (it) => {
     Effect.gen(function*() {
       const lifecycle = yield* SurveyLifecycle
       const outcomes = yield* Effect.all(
-        [lifecycle.apply("srv_draft", "publish"), lifecycle.apply("srv_draft", "publish")].map(Effect.either),
+        [lifecycle.apply(SurveyId.make("srv_draft"), "publish"), lifecycle.apply(SurveyId.make("srv_draft"), "publish")].map(Effect.either),
         { concurrency: "unbounded" }
       )
       expect(outcomes.filter(Either.isRight)).toHaveLength(1)

@@ -7,6 +7,7 @@ import { answersOfResponses } from "../src/Responses/AnswerRows.js"
 import { pageStatement } from "../src/Responses/ResponseRepo.js"
 import { toNumbered } from "../src/Sql/Dialect.js"
 import { TestDatabase, testDatabase } from "./support/TestServer.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 
 /**
  * The list queries must walk an index in their sort order: no temporary B-tree for ORDER BY
@@ -38,7 +39,7 @@ const surveysList: ReadonlyArray<Query> = [
 
 /** A page of the responses list as the repository builds it. */
 const page = (status: ResponseStatusFilter, after: Option.Option<Position>, createdAfter: string | undefined) => {
-  const statement = pageStatement({ surveyId: "s", status, order: "createdAt", from: createdAfter, after, limit: 101 })
+  const statement = pageStatement({ surveyId: SurveyId.make("s"), status, order: "createdAt", from: createdAfter, after, limit: 101 })
   return [statement.text, statement.params] as const
 }
 const cursor = Option.some({ key: "t", id: "i" })

@@ -8,10 +8,11 @@ import { RateLimiter } from "../src/Quota/RateLimiter.js"
 import { elsewhereRows } from "./support/Elsewhere.js"
 import { TestConfig, TestDatabase } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
+import { WorkspaceId } from "../src/Domain/Ids.js"
 
 const keyOf = (accountId: string, plan: Omit<QuotaPlan, "planId">): ApiKeyContext => ({
   keyId: `key_${accountId}`,
-  workspaceId: "ws_clock",
+  workspaceId: WorkspaceId.make("ws_clock"),
   accountId,
   role: "owner",
   surveyIds: null,

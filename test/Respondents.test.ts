@@ -9,6 +9,7 @@ import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 
 const PUBLIC_BASE_URL = "https://surveys.example.test"
 
@@ -352,7 +353,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       const started = yield* respond(respondentToken, { answers: [{ questionId: "q_short_text", values: ["hi"] }] })
       const id = bodyOf(SavedBody, started).responseId
       const lifecycle = yield* SurveyLifecycle
-      yield* lifecycle.apply("srv_short", "close").pipe(Effect.orDie)
+      yield* lifecycle.apply(SurveyId.make("srv_short"), "close").pipe(Effect.orDie)
       const before = yield* counts("srv_short")
       const finish = yield* respond(respondentToken, { answers: [], finished: true }, id)
       expect(finish.status).toBe(400)
@@ -360,6 +361,6 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       const fresh = yield* respond(respondentToken, { answers: [{ questionId: "q_short_text", values: ["again"] }] })
       expect(fresh.status).toBe(400)
       expect(yield* counts("srv_short")).toEqual(before)
-      yield* lifecycle.apply("srv_short", "publish").pipe(Effect.orDie)
+      yield* lifecycle.apply(SurveyId.make("srv_short"), "publish").pipe(Effect.orDie)
     }))
 })

@@ -9,6 +9,7 @@ import { bodyOf, decodeAs, get } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 
 /** Lets real I/O (the receiver, the attempt) make progress while the test clock stands still. */
 
@@ -20,7 +21,7 @@ describe("webhook delivery", () => {
       const surveySecret = yield* register(surveyTarget.url, "srv_draft")
       const workspaceSecret = yield* register(workspaceTarget.url)
       const lifecycle = yield* SurveyLifecycle
-      yield* lifecycle.apply("srv_draft", "publish")
+      yield* lifecycle.apply(SurveyId.make("srv_draft"), "publish")
       const completed = yield* complete("srv_main")
 
       const [toSurvey] = yield* eventually(surveyTarget.received, (all) => all.length >= 1)

@@ -14,6 +14,7 @@ import { bodyOf, call, decodeAs, ErrorCode } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
+import { WorkspaceId } from "../src/Domain/Ids.js"
 
 /** The outbox is polled hourly here, so that the clock moves only when the test moves it. */
 const world = WebhookWorld({ pollInterval: Duration.hours(1) })
@@ -308,7 +309,7 @@ describe("event retention", () => {
       const fresh = yield* emit("survey.closed", "srv_main")
       expect(yield* redelivery.purgeEvents((yield* TestClock.currentTimeMillis) + 1)).toBe(0)
       expect((yield* ids).map((e) => e.id)).toEqual([fresh.id])
-      expect((yield* webhooks.find("ws_a", null))._tag).toBe("Some")
+      expect((yield* webhooks.find(WorkspaceId.make("ws_a"), null))._tag).toBe("Some")
     }).pipe(
       // Purged one event at a time here.
       Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1), batch: 1 })),

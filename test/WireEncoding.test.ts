@@ -15,6 +15,7 @@ import { SurveyPage } from "../src/Surveys/Api.js"
 import { SurveyColumns, surveyListWireOf } from "../src/Surveys/SurveyRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
 
 /** The body must be exactly what the declared schema encodes from its own decoding: same fields, same order. */
 const schemaEncoded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
@@ -89,8 +90,8 @@ describe("assembleJson", () => {
     )],
     ([[ids, answers, externals]]) => {
       const rows = ids.map((id, i) => ({
-        id,
-        surveyId: "srv_x",
+        id: ResponseId.make(id),
+        surveyId: SurveyId.make("srv_x"),
         externalUserId: externals[i] ?? null,
         completedAt: i % 2 === 0 ? "2026-01-02T00:00:00.000Z" : null,
         createdAt: "2026-01-01T00:00:00.000Z",
@@ -208,8 +209,8 @@ describe("pre-encoded wire builders equal the declared schema's encoding", () =>
     fc.tuple(
       fc.tuple(...ids.map((id) =>
         fc.record({
-          id: fc.constant(id),
-          surveyId: awkwardText,
+          id: fc.constant(ResponseId.make(id)),
+          surveyId: awkwardText.map(SurveyId.make),
           externalUserId: fc.option(awkwardText, { nil: null }),
           completedAt: fc.option(instant, { nil: null }),
           createdAt: instant,

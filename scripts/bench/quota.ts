@@ -5,6 +5,7 @@
  *
  *   bun run bench:quota [-- --rounds 3 --seconds 5 --connections 32]
  */
+import { WorkspaceId } from "../../src/Domain/Ids.js"
 import { HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer, LogLevel, ManagedRuntime } from "effect"
@@ -115,7 +116,7 @@ const serve = async (variant: Run["variant"], databasePath: string) => {
 const admitMicros = async (databasePath: string) => {
   const key = {
     keyId: "key_bench",
-    workspaceId: "ws_bench",
+    workspaceId: WorkspaceId.make("ws_bench"),
     accountId: "acc_bench",
     role: "owner" as const,
     surveyIds: null,

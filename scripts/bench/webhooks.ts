@@ -9,7 +9,7 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { CoreLive, WebhookBackgroundLive } from "../../src/App.js"
 import { AppConfig } from "../../src/Config.js"
-import { makeId } from "../../src/Domain/Ids.js"
+import { makeId, WorkspaceId } from "../../src/Domain/Ids.js"
 import { toIso } from "../../src/Domain/Time.js"
 import { defaultEventTypes } from "../../src/Events/Event.js"
 import { Outbox } from "../../src/Events/Outbox.js"
@@ -93,7 +93,7 @@ const program = Effect.gen(function*() {
     surveys: [{ id: "srv_bench", workspaceId: "ws_bench", title: "Bench", status: "published",
       createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z" }]
   })
-  yield* webhooks.put({ workspaceId: "ws_bench", surveyId: null, targetUrl: `http://127.0.0.1:${port}/hook`, secret,
+  yield* webhooks.put({ workspaceId: WorkspaceId.make("ws_bench"), surveyId: null, targetUrl: `http://127.0.0.1:${port}/hook`, secret,
     events: defaultEventTypes, now: Date.now() })
   const completion = sql.withTransaction(outbox.append({
     type: "response.completed",

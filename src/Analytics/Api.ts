@@ -2,11 +2,11 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authorization } from "../Auth/Authorization.js"
 import { Analytics } from "../Domain/Analytics.js"
 import { ForbiddenWire, NotFoundWire } from "../Domain/Errors.js"
-import { SurveyId } from "../Surveys/Api.js"
+import { SurveyIdParam } from "../Surveys/Api.js"
 
 export class AnalyticsApi extends HttpApiGroup.make("analytics")
   .add(
-    HttpApiEndpoint.get("get")`/surveys/${SurveyId}/analytics`
+    HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}/analytics`
       .addSuccess(Analytics)
       .addError(ForbiddenWire)
       .addError(NotFoundWire)

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
-import { makeId } from "../Domain/Ids.js"
+import { makeId, SurveyId, workspaceId } from "../Domain/Ids.js"
 import { Reader } from "../Sql/Reader.js"
 import { AccessGenerationColumns, accessGenerationSql, KeyLookupColumns, keyLookupSql } from "./KeyLookupSql.js"
 import { toIso } from "../Domain/Time.js"
@@ -10,7 +10,7 @@ import type { ApiKeyContext } from "./CurrentKey.js"
 /** Keys remembered at most; past this the memory starts over. */
 const MAX_REMEMBERED = 10_000
 
-const decodeSurveyIds = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.String)))
+const decodeSurveyIds = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(SurveyId)))
 
 export type KeyLookup =
   | { readonly _tag: "Unknown" }
@@ -32,7 +32,7 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
       if (row.apiAccess === 0) return { _tag: "NoApiAccess" }
       const key: ApiKeyContext = {
         keyId: row.id,
-        workspaceId: row.workspaceId,
+        workspaceId: workspaceId(row.workspaceId),
         accountId: row.createdBy,
         role: row.role,
         surveyIds: row.surveyIds === null ? null : new Set(decodeSurveyIds(row.surveyIds)),

@@ -1,4 +1,5 @@
 import { Context } from "effect"
+import type { SurveyId, WorkspaceId } from "../Domain/Ids.js"
 
 export type Role = "owner" | "editor" | "viewer"
 
@@ -12,12 +13,12 @@ export interface QuotaPlan {
 
 export interface ApiKeyContext {
   readonly keyId: string
-  readonly workspaceId: string
+  readonly workspaceId: WorkspaceId
   /** The account that created the key: its role decides writes, its plan decides the quota. */
   readonly accountId: string
   readonly role: Role
   /** Null when the key reaches every survey of the workspace. */
-  readonly surveyIds: ReadonlySet<string> | null
+  readonly surveyIds: ReadonlySet<SurveyId> | null
   readonly quota: QuotaPlan
 }
 

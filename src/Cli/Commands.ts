@@ -1,3 +1,4 @@
+import { SurveyId } from "../Domain/Ids.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Layer, Option, Schema } from "effect"
@@ -137,7 +138,7 @@ const lifecycle = (action: "publish" | "close" | "trash", description: string) =
     withDatabase(
       db,
       Effect.gen(function*() {
-        const survey = yield* (yield* SurveyLifecycle).apply(id, action)
+        const survey = yield* (yield* SurveyLifecycle).apply(SurveyId.make(id), action)
         yield* Console.log(action === "trash" ? `Survey ${survey.id} moved to the trash.` : `Survey ${survey.id}: ${action === "publish" ? "published" : "closed"}.`)
       })
     )).pipe(Command.withDescription(description))

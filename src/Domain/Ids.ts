@@ -1,3 +1,5 @@
+import { Brand, Schema } from "effect"
+
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 /** `length` base62 characters from the system's secure random source, without modulo bias. */
@@ -17,3 +19,23 @@ export type IdPrefix = "srv" | "q" | "rsp" | "evt" | "dlv" | "acc" | "ws" | "key
 
 /** A prefixed random id: `srv_` + 20 base62 characters (decisions §2). */
 export const makeId = (prefix: IdPrefix): string => `${prefix}_${randomBase62(20)}`
+
+// Branded ids: the same strings on the wire (a brand adds nothing to the JSON Schema), but a
+// webhook id passed where a survey id is expected no longer type-checks. Decoding a path
+// parameter or a request body brands it; a row read from the database is branded by its nominal
+// constructor (no check: the database holds what the service wrote).
+
+export const SurveyId = Schema.String.pipe(Schema.brand("SurveyId"))
+export const ResponseId = Schema.String.pipe(Schema.brand("ResponseId"))
+export const WorkspaceId = Schema.String.pipe(Schema.brand("WorkspaceId"))
+export const WebhookId = Schema.String.pipe(Schema.brand("WebhookId"))
+
+export type SurveyId = typeof SurveyId.Type
+export type ResponseId = typeof ResponseId.Type
+export type WorkspaceId = typeof WorkspaceId.Type
+export type WebhookId = typeof WebhookId.Type
+
+export const surveyId = Brand.nominal<SurveyId>()
+export const responseId = Brand.nominal<ResponseId>()
+export const workspaceId = Brand.nominal<WorkspaceId>()
+export const webhookId = Brand.nominal<WebhookId>()

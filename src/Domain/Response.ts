@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResponseId, SurveyId } from "./Ids.js"
 import { QuestionType } from "./Question.js"
 
 export class Answer extends Schema.Class<Answer>("Answer")({
@@ -11,8 +12,8 @@ export class Answer extends Schema.Class<Answer>("Answer")({
 }) {}
 
 export class SurveyResponse extends Schema.Class<SurveyResponse>("Response")({
-  id: Schema.String,
-  surveyId: Schema.String,
+  id: ResponseId,
+  surveyId: SurveyId,
   externalUserId: Schema.NullOr(Schema.String).annotations({
     description: "The identifier given when the embed session was created; null for a regular respondent link."
   }),

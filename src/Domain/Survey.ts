@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { SurveyId } from "./Ids.js"
 
 export const SurveyStatus = Schema.Literal("draft", "published", "closed").annotations({
   identifier: "SurveyStatus",
@@ -7,7 +8,7 @@ export const SurveyStatus = Schema.Literal("draft", "published", "closed").annot
 export type SurveyStatus = typeof SurveyStatus.Type
 
 export class Survey extends Schema.Class<Survey>("Survey")({
-  id: Schema.String.annotations({ description: "Unique survey id." }),
+  id: SurveyId.annotations({ description: "Unique survey id." }),
   title: Schema.String.annotations({ description: "Title as shown to respondents." }),
   description: Schema.NullOr(Schema.String).annotations({ description: "Null when none is set." }),
   status: SurveyStatus,

@@ -5,7 +5,7 @@ import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
-import { SurveyId } from "../Surveys/Api.js"
+import { SurveyIdParam } from "../Surveys/Api.js"
 
 export class EmbedSessionRequest extends Schema.Class<EmbedSessionRequest>("EmbedSessionRequest")({
   externalUserId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
@@ -21,7 +21,7 @@ export class EmbedSession extends Schema.Class<EmbedSession>("EmbedSession")({
 
 export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
   .add(
-    HttpApiEndpoint.post("create")`/surveys/${SurveyId}/embed-sessions`
+    HttpApiEndpoint.post("create")`/surveys/${SurveyIdParam}/embed-sessions`
       .setPayload(EmbedSessionRequest)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(EmbedSession, { status: 201 })

@@ -2,11 +2,11 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authorization } from "../Auth/Authorization.js"
 import { ForbiddenWire, NotFoundWire } from "../Domain/Errors.js"
 import { QuestionList } from "../Domain/Question.js"
-import { SurveyId } from "../Surveys/Api.js"
+import { SurveyIdParam } from "../Surveys/Api.js"
 
 export class QuestionsApi extends HttpApiGroup.make("questions")
   .add(
-    HttpApiEndpoint.get("list")`/surveys/${SurveyId}/questions`
+    HttpApiEndpoint.get("list")`/surveys/${SurveyIdParam}/questions`
       .addSuccess(QuestionList)
       .addError(ForbiddenWire)
       .addError(NotFoundWire)

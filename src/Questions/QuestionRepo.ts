@@ -8,6 +8,7 @@ import {
   StoredOptions,
   StoredQuestionType
 } from "../Domain/Question.js"
+import type { SurveyId } from "../Domain/Ids.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, rowShape } from "../Sql/Rows.js"
 
@@ -107,14 +108,14 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
     const reader = yield* Reader
     // On the questions list's path: value rows on the reader's connection, typed column reads
     // (docs/performance.md).
-    const apiBySurvey = (surveyId: string) =>
+    const apiBySurvey = (surveyId: SurveyId) =>
       Effect.map(reader.values(apiQuestionsOf, [surveyId]), (rows) => rows.map(apiQuestionRowOf))
     return {
       /** Current questions of a survey in order, sections included (they are layout for the respondent page). */
-      listForSurvey: (surveyId: string) =>
+      listForSurvey: (surveyId: SurveyId) =>
         bySurvey(surveyId).pipe(Effect.orDie),
       /** The questions the API shows (no sections), in order and in wire form. */
-      listWire: (surveyId: string) =>
+      listWire: (surveyId: SurveyId) =>
         apiBySurvey(surveyId).pipe(
           Effect.map((rows) => rows.map(questionWire)),
           Effect.orDie

@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { hashToken, newOpaqueToken } from "../Auth/Token.js"
 import { Unauthorized } from "../Domain/Errors.js"
+import { SurveyId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 
 /** How long a survey page's token may keep saving answers. */
@@ -18,7 +19,7 @@ export const isOpaqueToken = (token: string): boolean => opaqueTokenShape.test(t
 
 export class RespondentContext extends Schema.Class<RespondentContext>("RespondentContext")({
   tokenHash: Schema.String,
-  surveyId: Schema.String,
+  surveyId: SurveyId,
   externalUserId: Schema.NullOr(Schema.String),
   singleResponse: Schema.Number
 }) {}

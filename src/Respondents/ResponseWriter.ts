@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { storedValue } from "../Domain/AnswerValue.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
-import { makeId } from "../Domain/Ids.js"
+import { makeId, ResponseId } from "../Domain/Ids.js"
 import { Outbox } from "../Events/Outbox.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { refreshAnswerDocuments } from "../Responses/AnswerDocuments.js"
@@ -152,7 +152,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         const types: ReadonlyArray<ResponseEventType> = submission.finished
           ? (created ? ["response.created", "response.completed"] : ["response.completed"])
           : [created ? "response.created" : "response.updated"]
-        const response = yield* responses.findById(respondent.surveyId, responseId).pipe(Effect.flatMap(Effect.orDie))
+        const response = yield* responses.findById(respondent.surveyId, ResponseId.make(responseId)).pipe(Effect.flatMap(Effect.orDie))
         for (const type of types) {
           yield* outbox.append({
             type,

@@ -1,3 +1,4 @@
+import { SurveyId } from "../Domain/Ids.js"
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option } from "effect"
@@ -46,7 +47,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
     const embeds = yield* EmbedSessions
 
     const liveSurvey = (surveyId: string) =>
-      Effect.map(surveys.findById(surveyId), Option.filter((s) => s.trashed === 0))
+      Effect.map(surveys.findById(SurveyId.make(surveyId)), Option.filter((s) => s.trashed === 0))
 
     const renderSurvey = (survey: SurveyRow, respondentToken: string) =>
       Effect.gen(function*() {

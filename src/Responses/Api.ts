@@ -5,8 +5,9 @@ import { WriteAccess } from "../Auth/WriteAccess.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire, ServiceUnavailableWire } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
 import { ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
+import { ResponseId } from "../Domain/Ids.js"
 import { IsoInstant } from "../Domain/Time.js"
-import { SurveyId } from "../Surveys/Api.js"
+import { SurveyIdParam } from "../Surveys/Api.js"
 
 export const ResponsePage = Page(SurveyResponse, "ResponsePage")
 
@@ -87,7 +88,7 @@ const isFormat = (parameter: unknown) =>
 
 export class ResponsesApi extends HttpApiGroup.make("responses")
   .add(
-    HttpApiEndpoint.get("list")`/surveys/${SurveyId}/responses`
+    HttpApiEndpoint.get("list")`/surveys/${SurveyIdParam}/responses`
       .setUrlParams(ResponseListParams)
       .addSuccess(ResponsePage)
       .addError(InvalidRequestWire)
@@ -113,7 +114,7 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       }))
   )
   .add(
-    HttpApiEndpoint.get("exportCsv")`/surveys/${SurveyId}/responses.csv`
+    HttpApiEndpoint.get("exportCsv")`/surveys/${SurveyIdParam}/responses.csv`
       .setUrlParams(ResponseExportParams)
       .addSuccess(ResponsesCsv)
       .addError(InvalidRequestWire)
@@ -129,8 +130,8 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       )
   )
   .add(
-    HttpApiEndpoint.get("get")`/surveys/${SurveyId}/responses/${
-      HttpApiSchema.param("responseId", Schema.String.annotations({ description: "Response id." }))
+    HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}/responses/${
+      HttpApiSchema.param("responseId", ResponseId.annotations({ description: "Response id." }))
     }`
       .addSuccess(SurveyResponse)
       .addError(ForbiddenWire)
@@ -138,8 +139,8 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .annotate(OpenApi.Summary, "Get one response")
   )
   .add(
-    HttpApiEndpoint.del("delete")`/surveys/${SurveyId}/responses/${
-      HttpApiSchema.param("responseId", Schema.String.annotations({ description: "Response id." }))
+    HttpApiEndpoint.del("delete")`/surveys/${SurveyIdParam}/responses/${
+      HttpApiSchema.param("responseId", ResponseId.annotations({ description: "Response id." }))
     }`
       .addSuccess(HttpApiSchema.NoContent)
       .addError(ForbiddenWire)

@@ -4,6 +4,7 @@ import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
+import type { SurveyId } from "../Domain/Ids.js"
 import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
@@ -20,7 +21,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     const sql = yield* SqlClient.SqlClient
     const deletion = yield* ResponseDeletion
     /** The survey, once the key may read it and the filters go together. */
-    const filtered = Effect.fnUntraced(function*(surveyId: string, filters: typeof ResponseExportParams.Type) {
+    const filtered = Effect.fnUntraced(function*(surveyId: SurveyId, filters: typeof ResponseExportParams.Type) {
       yield* access.require(surveyId)
       if (filters.createdAfter !== undefined && filters.updatedAfter !== undefined) {
         return yield* new InvalidRequest({
@@ -30,7 +31,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       }
     })
 
-    const exportCsv = Effect.fnUntraced(function*(surveyId: string, filters: typeof ResponseExportParams.Type) {
+    const exportCsv = Effect.fnUntraced(function*(surveyId: SurveyId, filters: typeof ResponseExportParams.Type) {
       const columns = (yield* questions.listForSurvey(surveyId)).filter(isApiQuestion)
       return csvResponse(sql, {
         surveyId,

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { AggregateRepo } from "../Analytics/AggregateRepo.js"
 import { apply, emptyAggregates } from "../Analytics/Compute.js"
+import type { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
 import { EventEnvelope } from "../Events/Event.js"
 import { Outbox } from "../Events/Outbox.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
@@ -123,9 +124,9 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
 
     /** Deletes one response of a survey of the workspace; answers whether it existed. */
     const deleteOne = Effect.fn("ResponseDeletion.deleteOne")(function*(input: {
-      readonly workspaceId: string
-      readonly surveyId: string
-      readonly responseId: string
+      readonly workspaceId: WorkspaceId
+      readonly surveyId: SurveyId
+      readonly responseId: ResponseId
     }) {
       const doomed = yield* sql`
         SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r

@@ -1,6 +1,7 @@
 import type { SqlError } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
+import { type ResponseId, responseId, type SurveyId, surveyId } from "../Domain/Ids.js"
 import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, type Row, rowShape, type RowOf } from "../Sql/Rows.js"
@@ -10,8 +11,8 @@ import { answersByResponse, answersJson, liveType, responseJson } from "./Answer
 
 /** The columns of a response row, in the order of its wire fields. */
 const responseFields = {
-  id: column.text("id"),
-  surveyId: column.text("survey_id"),
+  id: column.map(column.text("id"), responseId),
+  surveyId: column.map(column.text("survey_id"), surveyId),
   externalUserId: column.nullableText("external_user_id"),
   completedAt: column.nullableText("completed_at"),
   createdAt: column.text("created_at"),
@@ -42,7 +43,7 @@ export type ListOrder = "createdAt" | "updatedAt"
 const orderColumn: Record<ListOrder, string> = { createdAt: "created_at", updatedAt: "updated_at" }
 
 export interface ListResponses {
-  readonly surveyId: string
+  readonly surveyId: SurveyId
   readonly status: ResponseStatusFilter
   readonly order: ListOrder
   /** The inclusive lower bound on the order's instant (`createdAfter` or `updatedAfter`). */
@@ -87,6 +88,8 @@ export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArra
     const wire = responseWire(row, byResponse.get(row.id) ?? [], storedValues)
     return new SurveyResponse({
       ...wire,
+      id: row.id,
+      surveyId: row.surveyId,
       answers: wire.answers.map((a) => new Answer(a, { disableValidation: true }))
     }, { disableValidation: true })
   })
@@ -169,7 +172,7 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         ? Effect.succeed([])
         : Effect.map(reader.values(answersOfResponses(ids.length), ids), (rows) => rows.map(AnswerColumns.read))
 
-    const findOne = (surveyId: string, id: string) =>
+    const findOne = (surveyId: SurveyId, id: ResponseId) =>
       Effect.map(
         reader.values(`SELECT ${ResponseColumns.columns} FROM responses WHERE id = ? AND survey_id = ?`, [id, surveyId]),
         (rows) => Option.map(Option.fromNullable(rows[0]), ResponseColumns.read)
@@ -217,7 +220,7 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
     return {
       /** One page in the requested order (`limit` responses) in wire form, for a pre-encoded body. */
       page: (req: ListResponses) => page(req).pipe(Effect.orDie),
-      findById: (surveyId: string, id: string) =>
+      findById: (surveyId: SurveyId, id: ResponseId) =>
         findOne(surveyId, id).pipe(
           Effect.flatMap(Option.match({
             onNone: () => Effect.succeed(Option.none<SurveyResponse>()),

@@ -3,9 +3,10 @@ import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
+import { SurveyId } from "../Domain/Ids.js"
 import { Survey } from "../Domain/Survey.js"
 
-export const SurveyId = HttpApiSchema.param("id", Schema.String.annotations({ description: "Survey id." }))
+export const SurveyIdParam = HttpApiSchema.param("id", SurveyId.annotations({ description: "Survey id." }))
 
 export const SurveyPage = Page(Survey, "SurveyPage")
 
@@ -21,7 +22,7 @@ export class SurveysApi extends HttpApiGroup.make("surveys")
       .annotate(OpenApi.Summary, "List surveys, newest activity first")
   )
   .add(
-    HttpApiEndpoint.get("get")`/surveys/${SurveyId}`
+    HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}`
       .addSuccess(Survey)
       .addError(ForbiddenWire)
       .addError(NotFoundWire)

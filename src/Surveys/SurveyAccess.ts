@@ -1,6 +1,7 @@
 import { Effect, Option } from "effect"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { Forbidden, NotFound } from "../Domain/Errors.js"
+import type { SurveyId } from "../Domain/Ids.js"
 import { SurveyRepo, type SurveyRow } from "./SurveyRepo.js"
 
 /**
@@ -10,7 +11,7 @@ import { SurveyRepo, type SurveyRow } from "./SurveyRepo.js"
 export class SurveyAccess extends Effect.Service<SurveyAccess>()("Surveys/SurveyAccess", {
   effect: Effect.gen(function*() {
     const surveys = yield* SurveyRepo
-    const require = Effect.fnUntraced(function*(surveyId: string) {
+    const require = Effect.fnUntraced(function*(surveyId: SurveyId) {
       const key = yield* CurrentKey
       const row = yield* surveys.findById(surveyId)
       if (Option.isNone(row) || row.value.workspaceId !== key.workspaceId || row.value.trashed !== 0) {

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Option } from "effect"
+import type { SurveyId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/Outbox.js"
 import { SurveyRepo } from "./SurveyRepo.js"
@@ -38,7 +39,7 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
     const surveys = yield* SurveyRepo
     const outbox = yield* Outbox
 
-    const apply = Effect.fn("SurveyLifecycle.apply")(function*(surveyId: string, action: LifecycleAction) {
+    const apply = Effect.fn("SurveyLifecycle.apply")(function*(surveyId: SurveyId, action: LifecycleAction) {
       const found = yield* surveys.findById(surveyId)
       if (Option.isNone(found) || found.value.trashed !== 0) return yield* new SurveyMissing({ surveyId })
       const survey = found.value
@@ -71,7 +72,7 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
     })
 
     return {
-      apply: (surveyId: string, action: LifecycleAction) =>
+      apply: (surveyId: SurveyId, action: LifecycleAction) =>
         sql.withTransaction(apply(surveyId, action)).pipe(
           Effect.catchTag("SqlError", Effect.die)
         )

@@ -1,12 +1,13 @@
 import { Effect, Option, Schema } from "effect"
 import type { Position } from "../Domain/Cursor.js"
+import { SurveyId, surveyId, WorkspaceId, workspaceId } from "../Domain/Ids.js"
 import { Survey, SurveyStatus } from "../Domain/Survey.js"
 import { placeholders, Reader } from "../Sql/Reader.js"
 import { column, rowShape } from "../Sql/Rows.js"
 
 const SurveyFields = Schema.Struct({
-  id: Schema.String,
-  workspaceId: Schema.String,
+  id: SurveyId,
+  workspaceId: WorkspaceId,
   title: Schema.String,
   description: Schema.NullOr(Schema.String),
   status: SurveyStatus,
@@ -33,7 +34,7 @@ const surveyWire = (s: SurveyFields): typeof Survey.Encoded => ({
 
 export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")(SurveyFields) {
   toApi(): Survey {
-    return new Survey(this.toWire(), { disableValidation: true })
+    return new Survey({ ...this.toWire(), id: this.id }, { disableValidation: true })
   }
   /** The wire form of `toApi()`, for answers that skip re-encoding (see Http/PreEncoded). */
   toWire(): typeof Survey.Encoded {
@@ -43,8 +44,8 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")(SurveyFields
 
 /** A survey row as read: the `SELECT` list and its typed reads. */
 export const SurveyColumns = rowShape({
-  id: column.text("id"),
-  workspaceId: column.text("workspace_id"),
+  id: column.map(column.text("id"), surveyId),
+  workspaceId: column.map(column.text("workspace_id"), workspaceId),
   title: column.text("title"),
   description: column.nullableText("description"),
   status: column.oneOf("status", SurveyStatus.literals),
@@ -69,8 +70,8 @@ const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow =>
 export const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(surveyFieldsOf(row))
 
 export interface ListSurveys {
-  readonly workspaceId: string
-  readonly surveyIds: ReadonlyArray<string> | null
+  readonly workspaceId: WorkspaceId
+  readonly surveyIds: ReadonlyArray<SurveyId> | null
   readonly after: Option.Option<Position>
   readonly limit: number
 }
@@ -81,7 +82,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
 
     // On the path of every survey request: one value row on the reader's connection, read with
     // typed column reads, which cost a fraction of a Schema class decode (docs/performance.md).
-    const findById = (id: string) =>
+    const findById = (id: SurveyId) =>
       Effect.map(reader.values(byId, [id]), (rows) => Option.map(Option.fromNullable(rows[0]), surveyRowOf))
 
     const listPage = (r: ListSurveys) => {
@@ -103,7 +104,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
     }
 
     return {
-      findById: (id: string) => findById(id).pipe(Effect.orDie),
+      findById: (id: SurveyId) => findById(id).pipe(Effect.orDie),
       /**
        * One page in "newest activity first" order, in wire form, plus one row to tell whether
        * more follow.

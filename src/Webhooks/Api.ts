@@ -8,7 +8,7 @@ import { SubscribableEventType } from "../Events/Event.js"
 import { Limit } from "../Domain/Page.js"
 import { IsoInstant } from "../Domain/Time.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
-import { SurveyId } from "../Surveys/Api.js"
+import { SurveyIdParam } from "../Surveys/Api.js"
 
 const events = Schema.Array(SubscribableEventType).annotations({
   description: "Event types the webhook receives; `[]` when no webhook is configured. `webhook.test` is always sent."
@@ -104,14 +104,14 @@ const LogParams = Schema.Struct({ limit: Schema.optional(Limit) })
 
 export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
   .add(
-    HttpApiEndpoint.get("get")`/surveys/${SurveyId}/webhook`
+    HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}/webhook`
       .addSuccess(WebhookSettings)
       .addError(ForbiddenWire)
       .addError(NotFoundWire)
       .annotate(OpenApi.Summary, "Read the survey's webhook (never the secret)")
   )
   .add(
-    HttpApiEndpoint.put("put")`/surveys/${SurveyId}/webhook`
+    HttpApiEndpoint.put("put")`/surveys/${SurveyIdParam}/webhook`
       .setPayload(WebhookTarget)
       .addSuccess(WebhookRegistered)
       .addError(InvalidRequestWire)
@@ -120,7 +120,7 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       .annotate(OpenApi.Summary, "Register or replace the survey's webhook; rotates the signing secret")
   )
   .add(
-    HttpApiEndpoint.post("test")`/surveys/${SurveyId}/webhook/test`
+    HttpApiEndpoint.post("test")`/surveys/${SurveyIdParam}/webhook/test`
       .addSuccess(WebhookTestResult)
       .addError(InvalidRequestWire)
       .addError(ForbiddenWire)
@@ -132,7 +132,7 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       )
   )
   .add(
-    HttpApiEndpoint.post("redeliver")`/surveys/${SurveyId}/webhook/events/${EventId}/redeliver`
+    HttpApiEndpoint.post("redeliver")`/surveys/${SurveyIdParam}/webhook/events/${EventId}/redeliver`
       .addSuccess(Redelivery, { status: 202 })
       .addError(InvalidRequestWire)
       .addError(ForbiddenWire)
@@ -141,7 +141,7 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       .annotate(OpenApi.Description, redeliverDescription)
   )
   .add(
-    HttpApiEndpoint.post("recover")`/surveys/${SurveyId}/webhook/recover`
+    HttpApiEndpoint.post("recover")`/surveys/${SurveyIdParam}/webhook/recover`
       .setPayload(RecoveryWindow)
       .addSuccess(Recovery, { status: 202 })
       .addError(InvalidRequestWire)
@@ -151,7 +151,7 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       .annotate(OpenApi.Description, recoverDescription)
   )
   .add(
-    HttpApiEndpoint.get("deliveries")`/surveys/${SurveyId}/webhook/deliveries`
+    HttpApiEndpoint.get("deliveries")`/surveys/${SurveyIdParam}/webhook/deliveries`
       .setUrlParams(LogParams)
       .addSuccess(DeliveryLog)
       .addError(InvalidRequestWire)

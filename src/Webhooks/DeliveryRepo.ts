@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
+import { WebhookId } from "../Domain/Ids.js"
 import { readSettled } from "../Sql/Dialect.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
@@ -13,7 +14,7 @@ export const ClaimedRow = Schema.Struct({
   surveyId: Schema.NullOr(Schema.String),
   payload: Schema.String,
   attempts: Schema.Number,
-  webhookId: Schema.String,
+  webhookId: WebhookId,
   webhookSurveyId: Schema.NullOr(Schema.String),
   targetUrl: Schema.NullOr(Schema.String),
   secret: Schema.NullOr(Schema.String)
@@ -23,7 +24,7 @@ export type ClaimedRow = typeof ClaimedRow.Type
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
   readonly deliveryId: number
-  readonly webhookId: string
+  readonly webhookId: WebhookId
   readonly attempt: NewAttempt
   readonly next: { readonly state: "pending" | "delivered" | "given_up"; readonly nextAttemptAt: number }
 }

@@ -4,7 +4,7 @@ import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { AppConfig } from "../Config.js"
 import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
-import { makeId } from "../Domain/Ids.js"
+import { makeId, type SurveyId, type WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { defaultEventTypes, type EventEnvelope } from "../Events/Event.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
@@ -53,7 +53,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       return parsed.right.url.href
     })
 
-  const register = (workspaceId: string, surveyId: string | null, input: typeof WebhookTarget.Type) =>
+  const register = (workspaceId: WorkspaceId, surveyId: SurveyId | null, input: typeof WebhookTarget.Type) =>
     Effect.gen(function*() {
       const targetUrl = yield* checkTarget(input.targetUrl)
       const secret = yield* signer.newSecret
@@ -62,7 +62,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       return { enabled: true, targetUrl, signingSecret: secret, events, disabledReason: null }
     })
 
-  const settings = (workspaceId: string, surveyId: string | null) =>
+  const settings = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
     Effect.map(repo.find(workspaceId, surveyId), (found) =>
       Option.match(found, {
         onNone: () => ({ enabled: false, targetUrl: null, events: [], disabledReason: null }),
@@ -75,7 +75,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       }))
 
   /** The scope's webhook when it is configured and enabled; else 400, as the operations on it need. */
-  const enabledWebhook = (workspaceId: string, surveyId: string | null) =>
+  const enabledWebhook = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
     Effect.gen(function*() {
       const found = yield* repo.find(workspaceId, surveyId)
       const put = surveyId === null ? "PUT /webhooks" : `PUT /surveys/${surveyId}/webhook`
@@ -92,7 +92,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     })
 
   /** One signed `webhook.test` attempt (api-v1 §4.7, v1-extensions §X1.6), logged; never filtered. */
-  const sendTest = (workspaceId: string, surveyId: string | null) =>
+  const sendTest = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
     Effect.gen(function*() {
       const webhook = yield* enabledWebhook(workspaceId, surveyId)
       const now = yield* Clock.currentTimeMillis

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Duration, Effect, Schema } from "effect"
+import type { SurveyId, WebhookId, WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 
@@ -8,8 +9,8 @@ export const eventRetention = Duration.days(30)
 
 /** A webhook's scope: workspace-wide when `surveyId` is null. */
 export interface WebhookScope {
-  readonly workspaceId: string
-  readonly surveyId: string | null
+  readonly workspaceId: WorkspaceId
+  readonly surveyId: SurveyId | null
 }
 
 const StoredEvent = Schema.Struct({ seq: Schema.Number, id: Schema.String })
@@ -52,7 +53,7 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
 
     /** Queues one event for the webhook; answers false when a delivery of it was already pending. */
     const redeliver = Effect.fn("Redelivery.redeliver")(function*(input: {
-      readonly webhookId: string
+      readonly webhookId: WebhookId
       readonly event: typeof StoredEvent.Type
       readonly now: number
     }) {
@@ -75,7 +76,7 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
      * month of events never holds the database's write lock for long.
      */
     const recover = Effect.fn("Redelivery.recover")(function*(input: {
-      readonly webhookId: string
+      readonly webhookId: WebhookId
       readonly scope: WebhookScope
       readonly since: string
       readonly until: string

@@ -1,15 +1,15 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Duration, Effect, Option, Schema } from "effect"
-import { makeId } from "../Domain/Ids.js"
+import { makeId, SurveyId, WebhookId, webhookId as asWebhookId, WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { DisabledReason } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Events/Event.js"
 
 /** A configured endpoint: survey-scoped, or workspace-wide when `surveyId` is null. */
 export const WebhookRow = Schema.Struct({
-  id: Schema.String,
-  workspaceId: Schema.String,
-  surveyId: Schema.NullOr(Schema.String),
+  id: WebhookId,
+  workspaceId: WorkspaceId,
+  surveyId: Schema.NullOr(SurveyId),
   targetUrl: Schema.String,
   secret: Schema.String,
   disabledReason: Schema.NullOr(DisabledReason)
@@ -52,7 +52,7 @@ export interface NewAttempt {
   readonly attemptedAt: number
 }
 
-const Scope = Schema.Struct({ workspaceId: Schema.String, surveyId: Schema.NullOr(Schema.String) })
+const Scope = Schema.Struct({ workspaceId: WorkspaceId, surveyId: Schema.NullOr(SurveyId) })
 
 /** Webhook settings and the attempt log. SQL failures are defects here. */
 export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/WebhookRepo", {
@@ -74,7 +74,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     })
 
     /** The scope's webhook, enabled or disabled, with its event types. */
-    const find = Effect.fn("WebhookRepo.find")(function*(workspaceId: string, surveyId: string | null) {
+    const find = Effect.fn("WebhookRepo.find")(function*(workspaceId: WorkspaceId, surveyId: SurveyId | null) {
       const found = yield* findScope({ workspaceId, surveyId }).pipe(Effect.orDie)
       if (Option.isNone(found)) return Option.none<Webhook>()
       const types = new Set((yield* eventTypesOf(found.value.id).pipe(Effect.orDie)).map((row) => row.eventType))
@@ -87,7 +87,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
      * scope would both find no webhook and both insert one. A transaction-scoped advisory lock on
      * the scope's name serialises them there.
      */
-    const lockScope = (scope: { readonly workspaceId: string; readonly surveyId: string | null }) =>
+    const lockScope = (scope: { readonly workspaceId: WorkspaceId; readonly surveyId: SurveyId | null }) =>
       sql.onDialectOrElse({
         pg: () =>
           sql`SELECT pg_advisory_xact_lock(hashtext(${`webhook:${scope.workspaceId}:${scope.surveyId ?? ""}`}))`.pipe(
@@ -102,8 +102,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
      */
     const put = Effect.fn("WebhookRepo.put")(
       function*(input: {
-        workspaceId: string
-        surveyId: string | null
+        workspaceId: WorkspaceId
+        surveyId: SurveyId | null
         targetUrl: string
         secret: string
         events: ReadonlyArray<SubscribableEventType>
@@ -112,7 +112,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         const now = toIso(input.now)
         yield* lockScope(input)
         const existing = yield* findScope(input)
-        let id: string
+        let id: WebhookId
         if (Option.isSome(existing)) {
           id = existing.value.id
           yield* sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, updated_at = ${now},
@@ -120,7 +120,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
                      WHERE id = ${id}`
           yield* sql`DELETE FROM webhook_event_types WHERE webhook_id = ${id}`
         } else {
-          id = makeId("whk")
+          id = asWebhookId(makeId("whk"))
           // Events already in the outbox predate this webhook and are not sent to it.
           yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
                      SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
@@ -135,7 +135,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
 
     /** Removes a scope's endpoint; its pending deliveries are dropped with it. */
     const remove = Effect.fn("WebhookRepo.remove")(
-      function*(workspaceId: string, surveyId: string | null) {
+      function*(workspaceId: WorkspaceId, surveyId: SurveyId | null) {
         yield* lockScope({ workspaceId, surveyId })
         const existing = yield* findScope({ workspaceId, surveyId })
         if (Option.isNone(existing)) return
@@ -170,7 +170,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
      * without being attempted. Answers the reason when this attempt switched it off.
      */
     const recordHealth = Effect.fn("WebhookRepo.recordHealth")(function*(input: {
-      readonly webhookId: string
+      readonly webhookId: WebhookId
       readonly ok: boolean
       readonly responseStatus: number | null
       readonly attemptedAt: number
@@ -201,11 +201,11 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     }, Effect.orDie)
 
     /** Logs an attempt of a webhook and moves its record of failures on; inside the caller's transaction. */
-    const recordOutcome = (webhookId: string, attempt: NewAttempt) =>
+    const recordOutcome = (webhookId: WebhookId, attempt: NewAttempt) =>
       Effect.zipRight(recordAttempt(attempt).pipe(Effect.orDie), recordHealth({ webhookId, ...attempt }))
 
     /** The same as a transaction of its own, for an attempt made outside the worker (a test event). */
-    const logOutcome = (webhookId: string, attempt: NewAttempt) =>
+    const logOutcome = (webhookId: WebhookId, attempt: NewAttempt) =>
       sql.withTransaction(recordOutcome(webhookId, attempt)).pipe(Effect.orDie)
 
     const listWorkspace = SqlSchema.findAll({
