@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option, Scope } from "effect"
 import { poolExhaustedMessage } from "../src/Http/Server.js"
+import { DEFAULT_POOL } from "../src/Sql/Database.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { ResponseWriter } from "../src/Respondents/ResponseWriter.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
@@ -94,11 +95,11 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       const held = yield* Scope.make()
       yield* Scope.extend(sql.reserve, held)
 
-      const refused = [
-        yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) }),
-        yield* get("/api/v1/surveys", TOKENS.editor),
-        yield* get("/api/v1/surveys/srv_main/responses", TOKENS.editor)
-      ]
+      const refused = yield* Effect.all([
+        call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) }),
+        get("/api/v1/surveys", TOKENS.editor),
+        get("/api/v1/surveys/srv_main/responses", TOKENS.editor)
+      ], { concurrency: "unbounded" })
       for (const res of refused) {
         expect(res.status).toBe(503)
         expect(res.body).toEqual({ code: "service_unavailable", message: poolExhaustedMessage })
@@ -110,5 +111,9 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       expect(saved.status).toBe(201)
       expect((yield* get("/api/v1/surveys", TOKENS.editor)).status).toBe(200)
       expect(yield* storedResponses).toBe(before + 1)
-    }).pipe(Effect.provide(TestServer(baseFixture, { databasePoolSize: 1, databasePoolTimeoutMs: 100 }))))
+    }).pipe(
+      // The timeout also bounds opening a connection (the pool's first, at start-up): the default
+      // leaves a loaded machine room for that; the three refused requests wait it out together.
+      Effect.provide(TestServer(baseFixture, { databasePoolSize: 1, databasePoolTimeoutMs: DEFAULT_POOL.acquireTimeoutMs }))
+    ))
 })
