@@ -30,6 +30,8 @@ export interface AppSettings {
   readonly databasePoolSize?: number
   /** PostgreSQL only: how long a statement waits for a connection before failing (default 5000 ms). */
   readonly databasePoolTimeoutMs?: number
+  /** PostgreSQL only: the server's `statement_timeout` on every connection of the pool (default 30000 ms). */
+  readonly databaseStatementTimeoutMs?: number
   readonly publicBaseUrl: string
   readonly webhookAllowPrivateTargets: boolean
   readonly logLevel: LogLevel.LogLevel
@@ -168,9 +170,12 @@ const databaseUrlConfig = Config.string("DATABASE_URL").pipe(
   )
 )
 
-/** DATABASE_POOL_SIZE and DATABASE_POOL_TIMEOUT_MS (or their flags): whole numbers in a sensible range. */
+/**
+ * DATABASE_POOL_SIZE, DATABASE_POOL_TIMEOUT_MS and DATABASE_STATEMENT_TIMEOUT_MS (or their flags):
+ * whole numbers in a sensible range.
+ */
 const poolSizeCheck = { message: "Expected a whole number of connections from 1 to 1000", validation: (n: number) => n >= 1 && n <= 1000 }
-const poolTimeoutCheck = {
+const millisecondsCheck = {
   message: "Expected a whole number of milliseconds from 1 to 600000",
   validation: (n: number) => n >= 1 && n <= 600_000
 }
@@ -189,6 +194,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
     readonly databaseUrl?: Option.Option<string>
     readonly databasePoolSize?: Option.Option<number>
     readonly databasePoolTimeoutMs?: Option.Option<number>
+    readonly databaseStatementTimeoutMs?: Option.Option<number>
   } = {}) =>
     Effect.gen(function*() {
       const envPort = yield* Config.port("PORT").pipe(Config.withDefault(8080))
@@ -209,10 +215,18 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         yield* checkedFlag("--database-pool-size", overrides.databasePoolSize ?? Option.none(), poolSizeCheck),
         () => envPoolSize
       )
-      const envPoolTimeout = yield* Config.integer("DATABASE_POOL_TIMEOUT_MS").pipe(Config.validate(poolTimeoutCheck), Config.option)
+      const envPoolTimeout = yield* Config.integer("DATABASE_POOL_TIMEOUT_MS").pipe(Config.validate(millisecondsCheck), Config.option)
       const poolTimeout = Option.orElse(
-        yield* checkedFlag("--database-pool-timeout-ms", overrides.databasePoolTimeoutMs ?? Option.none(), poolTimeoutCheck),
+        yield* checkedFlag("--database-pool-timeout-ms", overrides.databasePoolTimeoutMs ?? Option.none(), millisecondsCheck),
         () => envPoolTimeout
+      )
+      const envStatementTimeout = yield* Config.integer("DATABASE_STATEMENT_TIMEOUT_MS").pipe(
+        Config.validate(millisecondsCheck),
+        Config.option
+      )
+      const statementTimeout = Option.orElse(
+        yield* checkedFlag("--database-statement-timeout-ms", overrides.databaseStatementTimeoutMs ?? Option.none(), millisecondsCheck),
+        () => envStatementTimeout
       )
       const publicBaseUrl = yield* Config.string("PUBLIC_BASE_URL").pipe(
         Config.withDefault(`http://localhost:${port}`)
@@ -232,6 +246,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         databaseUrl: Option.getOrUndefined(Option.map(databaseUrl, Redacted.make)),
         ...(Option.isSome(poolSize) ? { databasePoolSize: poolSize.value } : {}),
         ...(Option.isSome(poolTimeout) ? { databasePoolTimeoutMs: poolTimeout.value } : {}),
+        ...(Option.isSome(statementTimeout) ? { databaseStatementTimeoutMs: statementTimeout.value } : {}),
         publicBaseUrl: publicBaseUrl.replace(/\/+$/, ""),
         webhookAllowPrivateTargets,
         logLevel,

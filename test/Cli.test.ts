@@ -138,12 +138,14 @@ describe("start-up with database settings that do not work", () => {
     }
   })
 
-  it("a pool size or pool timeout that is not a whole number in range: one line naming it, and exit 1", () => {
+  it("a pool size, pool timeout or statement timeout that is not a whole number in range: one line naming it, and exit 1", () => {
     for (const [env, args, name] of [
       [{ DATABASE_POOL_SIZE: "0" }, ["migrate"], "DATABASE_POOL_SIZE"],
       [{ DATABASE_POOL_TIMEOUT_MS: "soon" }, ["migrate"], "DATABASE_POOL_TIMEOUT_MS"],
       [{}, ["migrate", "--database-pool-size", "5000"], "--database-pool-size"],
-      [{}, ["migrate", "--database-pool-timeout-ms", "0"], "--database-pool-timeout-ms"]
+      [{}, ["migrate", "--database-pool-timeout-ms", "0"], "--database-pool-timeout-ms"],
+      [{ DATABASE_STATEMENT_TIMEOUT_MS: "-5" }, ["migrate"], "DATABASE_STATEMENT_TIMEOUT_MS"],
+      [{}, ["migrate", "--database-statement-timeout-ms", "600001"], "--database-statement-timeout-ms"]
     ] as const) {
       const run = start(args, { DATABASE_PATH: ":memory:", ...env })
       expect([name, run.code]).toEqual([name, 1])

@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option, Scope } from "effect"
-import { poolExhaustedMessage } from "../src/Http/Server.js"
+import type * as Pg from "pg"
+import { poolExhaustedMessage, statementTimeoutMessage } from "../src/Http/Server.js"
 import { DEFAULT_POOL } from "../src/Sql/Database.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { ResponseWriter } from "../src/Respondents/ResponseWriter.js"
@@ -9,6 +10,7 @@ import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { call, get, TestDatabase, testDatabase, TestServer } from "./support/TestServer.js"
 import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
 import { eventually } from "./support/WebhookReceiver.js"
+import { polled, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 
 /** A finished save of `srv_main` (its one required question answered). */
 const finished = { answers: [{ questionId: "q_pick", values: ["a"] }], finished: true }
@@ -25,6 +27,14 @@ const storedResponses = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ readonly n: number }>`SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_main'`.pipe(Effect.orDie),
     (rows) => rows[0]?.n ?? -1
   ))
+
+/** Takes `srv_main`'s clock row on an outside connection, in a transaction left open: every save of the survey waits for it. */
+const holdClockRow = (holder: Pg.Client) =>
+  Effect.gen(function*() {
+    yield* onOutside(holder, `INSERT INTO response_clock (survey_id, last_updated_at) VALUES ('srv_main', '') ON CONFLICT DO NOTHING`)
+    yield* onOutside(holder, "BEGIN")
+    yield* onOutside(holder, `SELECT * FROM response_clock WHERE survey_id = 'srv_main' FOR UPDATE`)
+  })
 
 /** Lets the fibers scheduled so far run (an interruption sent a moment ago is taken by its fiber). */
 const settle = Effect.gen(function*() {
@@ -44,9 +54,7 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // Another writer of the survey holds its clock row, as a save in progress does.
-      yield* onOutside(holder, `INSERT INTO response_clock (survey_id, last_updated_at) VALUES ('srv_main', '') ON CONFLICT DO NOTHING`)
-      yield* onOutside(holder, "BEGIN")
-      yield* onOutside(holder, `SELECT * FROM response_clock WHERE survey_id = 'srv_main' FOR UPDATE`)
+      yield* holdClockRow(holder)
 
       // Two saves take the pool's two connections and queue behind that lock.
       const first = yield* respondent
@@ -116,4 +124,62 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       // leaves a loaded machine room for that; the three refused requests wait it out together.
       Effect.provide(TestServer(baseFixture, { databasePoolSize: 1, databasePoolTimeoutMs: DEFAULT_POOL.acquireTimeoutMs }))
     ))
+
+  it.effect("a statement held up past the statement timeout (a row lock held elsewhere) answers 503 and changes nothing; the connection serves the next request", () =>
+    Effect.gen(function*() {
+      const before = yield* storedResponses
+      const { token } = yield* respondent
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      // Another process holds the survey's clock row and does not let go.
+      yield* holdClockRow(holder)
+
+      const save = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) }))
+      // The save reached the lock and waits on it: PostgreSQL ends that wait, nobody else does.
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
+      const refused = yield* Fiber.join(save)
+      expect(refused.status).toBe(503)
+      expect(refused.body).toEqual({ code: "service_unavailable", message: statementTimeoutMessage })
+      expect(yield* serviceLockWaiters(observer)).toBe(0)
+      // Nothing of it was written, and the pool's one connection answers the next statements.
+      expect(yield* storedResponses).toBe(before)
+
+      yield* onOutside(holder, "COMMIT")
+      const saved = yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) })
+      expect(saved.status).toBe(201)
+      expect(yield* storedResponses).toBe(before + 1)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestServer(baseFixture, { databasePoolSize: 1, databaseStatementTimeoutMs: 2000 }))
+    ))
+
+  it.live("a SIGTERM drain ends while a request waits on a row lock held elsewhere: the statement timeout stops it, it answers 503, and the process exits 0", () =>
+    Effect.gen(function*() {
+      const db = yield* sharedDatabase(baseFixture)
+      const server = yield* serveProcess(db.flags, { DATABASE_STATEMENT_TIMEOUT_MS: "3000" })
+      const [holder, observer] = yield* Effect.provide(Effect.all([outsideConnection, outsideConnection]), db.config)
+      // Another process holds a response's row and keeps it until the end of the test.
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, `SELECT id FROM responses WHERE id = 'rsp_1' FOR UPDATE`)
+
+      const deletion = yield* Effect.fork(
+        request(`${server.base}/api/v1/surveys/srv_main/responses/rsp_1`, {
+          method: "DELETE",
+          headers: { authorization: `Bearer ${TOKENS.editor}` }
+        })
+      )
+      yield* polled("the deletion to wait on the row lock", serviceLockWaiters(observer), (n) => n === 1)
+      server.proc.kill("SIGTERM")
+      expect(yield* server.logged("\"message\":\"draining\"")).toContain("\"inFlight\":1")
+
+      // The lock is still held: only the server's statement timeout ends the wait, the request and the drain.
+      const refused = yield* within("the deletion's answer", Fiber.join(deletion))
+      expect(refused.status).toBe(503)
+      expect(JSON.parse(refused.text)).toEqual({ code: "service_unavailable", message: statementTimeoutMessage })
+      expect(yield* within("the process to exit", Effect.promise(() => server.proc.exited))).toBe(0)
+
+      yield* onOutside(holder, "ROLLBACK")
+      const left = yield* onOutside(holder, `SELECT count(*) AS n FROM responses WHERE id = 'rsp_1'`)
+      expect(Number(left.rows[0]?.n)).toBe(1)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })

@@ -30,6 +30,12 @@ const db = Options.all({
       "How long a request waits for a PostgreSQL connection before answering 503 (overrides DATABASE_POOL_TIMEOUT_MS; default 5000)"
     ),
     Options.optional
+  ),
+  statementTimeoutMs: Options.integer("database-statement-timeout-ms").pipe(
+    Options.withDescription(
+      "How long PostgreSQL lets one statement run before it fails it and the request answers 503 (overrides DATABASE_STATEMENT_TIMEOUT_MS; default 30000)"
+    ),
+    Options.optional
   )
 })
 const port = Options.integer("port").pipe(Options.withDescription("Port to listen on (overrides PORT)"), Options.optional)
@@ -41,7 +47,8 @@ const databaseOverrides = (database: Database) => ({
   databasePath: database.path,
   databaseUrl: database.url,
   databasePoolSize: database.poolSize,
-  databasePoolTimeoutMs: database.poolTimeoutMs
+  databasePoolTimeoutMs: database.poolTimeoutMs,
+  databaseStatementTimeoutMs: database.statementTimeoutMs
 })
 
 /** Runs an operator command against the configured, migrated database. */

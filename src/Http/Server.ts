@@ -8,11 +8,13 @@ import {
 import { Cause, Effect, Metric, MetricLabel, Option } from "effect"
 import type { Drain } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
-import { isPgPoolExhausted, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
+import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
 import { requestIdOf } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
   HttpServerResponse.unsafeJson({ code, message }, { status })
+
+export const statementTimeoutMessage = "The service is busy: the database did not finish in time; nothing changed and the request may be retried."
 
 export const poolExhaustedMessage = "The service is busy: no database connection came free in time; nothing changed and the request may be retried."
 
@@ -36,6 +38,12 @@ const unhandled = (request: HttpServerRequest.HttpServerRequest) => (cause: Caus
     return Effect.as(
       Effect.logWarning("no database connection came free in time", cause),
       errorJson(503, "service_unavailable", poolExhaustedMessage)
+    )
+  }
+  if (isPgStatementTimeout(squashed)) {
+    return Effect.as(
+      Effect.logWarning("database statement timed out", cause),
+      errorJson(503, "service_unavailable", statementTimeoutMessage)
     )
   }
   if (isPgUnavailable(squashed)) {

@@ -42,5 +42,17 @@ export const isPgPoolExhausted = (error: unknown): boolean =>
   error instanceof SqlError.SqlError && error.message.startsWith("Failed to acquire connection") &&
   error.cause instanceof Error && error.cause.message === "timeout exceeded when trying to connect"
 
-/** The database cannot answer now (busy or unreachable); the request may be retried. */
-export const isDatabaseUnavailable = (error: unknown): boolean => isSqliteBusy(error) || isPgUnavailable(error)
+/**
+ * True when PostgreSQL stopped a statement that ran too long: the server's `statement_timeout`
+ * (`DATABASE_STATEMENT_TIMEOUT_MS`; 57014, the only cancel the service meets, since it never
+ * cancels a statement itself) or a `lock_timeout` set for the database or role (55P03). The
+ * statement changed nothing, its transaction rolls back, and the connection stays usable.
+ */
+export const isPgStatementTimeout = (error: unknown): boolean => {
+  const code = codeOf(error)
+  return code === "57014" || code === "55P03"
+}
+
+/** The database cannot answer now (busy, unreachable, or too slow); the request may be retried. */
+export const isDatabaseUnavailable = (error: unknown): boolean =>
+  isSqliteBusy(error) || isPgUnavailable(error) || isPgStatementTimeout(error)

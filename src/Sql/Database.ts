@@ -179,14 +179,23 @@ export interface PoolSettings {
    * run, and a request answers 503 `service_unavailable`.
    */
   readonly acquireTimeoutMs: number
+  /**
+   * The server's `statement_timeout` on every connection (`DATABASE_STATEMENT_TIMEOUT_MS`,
+   * default 30000), sent in the connection's start-up packet: PostgreSQL itself fails a statement
+   * that runs longer, waits for a lock included, and its transaction rolls back on the same
+   * connection, which stays usable. Statements are never cancelled from the service
+   * (`steady`), so this is what bounds a statement and the request, or the drain, waiting for it.
+   */
+  readonly statementTimeoutMs: number
 }
 
-export const DEFAULT_POOL: PoolSettings = { size: 10, acquireTimeoutMs: 5000 }
+export const DEFAULT_POOL: PoolSettings = { size: 10, acquireTimeoutMs: 5000, statementTimeoutMs: 30_000 }
 
 /** The pool settings of the configuration, defaults filled in. */
 export const poolSettings = (config: AppSettings): PoolSettings => ({
   size: config.databasePoolSize ?? DEFAULT_POOL.size,
-  acquireTimeoutMs: config.databasePoolTimeoutMs ?? DEFAULT_POOL.acquireTimeoutMs
+  acquireTimeoutMs: config.databasePoolTimeoutMs ?? DEFAULT_POOL.acquireTimeoutMs,
+  statementTimeoutMs: config.databaseStatementTimeoutMs ?? DEFAULT_POOL.statementTimeoutMs
 })
 
 /**
@@ -203,6 +212,7 @@ const acquirePool = (url: Redacted.Redacted<string>, settings: PoolSettings) =>
           // pg's pool bounds both waits with this one setting: for a free connection, and for a new one to open.
           connectionTimeoutMillis: settings.acquireTimeoutMs,
           max: settings.size,
+          statement_timeout: settings.statementTimeoutMs,
           types: pgTypes,
           Client: ServiceClient
         })

@@ -30,8 +30,23 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0012_process_leases": ProcessLeases
 }
 
+/**
+ * On PostgreSQL a migration may take longer than the pool's statement timeout (a backfill of a
+ * large table): it lifts the timeout for the rest of the migrations' one transaction.
+ */
+const unbounded = (migration: Effect.Effect<void, unknown, SqlClient.SqlClient>): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.zipRight(
+      sql.onDialectOrElse({ pg: () => Effect.asVoid(sql`SET LOCAL statement_timeout = 0`), orElse: () => Effect.void }),
+      migration
+    ))
+
+const unboundedMigrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = Object.fromEntries(
+  Object.entries(migrations).map(([id, migration]) => [id, unbounded(migration)])
+)
+
 export const runMigrations = Migrator.make({})({
-  loader: Migrator.fromRecord(migrations),
+  loader: Migrator.fromRecord(unboundedMigrations),
   table: "schema_migrations"
 })
 
