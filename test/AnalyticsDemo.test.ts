@@ -7,6 +7,7 @@ import { seedDemo } from "../src/Demo/Seed.js"
 import { expectClose, oracle } from "./support/AnalyticsOracle.js"
 import { get, TestServer } from "./support/TestServer.js"
 
+const Ids = Schema.Array(Schema.Struct({ id: Schema.String }))
 const Rows = Schema.Array(Schema.Struct({ id: Schema.String, completed: Schema.Number }))
 const AnswerRows = Schema.Array(Schema.Struct({
   responseId: Schema.String,
@@ -23,7 +24,9 @@ layer(TestServer())(
         const repo = yield* AggregateRepo
         const { editorToken } = yield* seedDemo()
         yield* Effect.flatMap(Aggregator, (a) => a.catchUp())
-        const surveys = yield* sql<{ id: string }>`SELECT id FROM surveys WHERE trashed = 0 ORDER BY id`
+        const surveys = yield* sql`SELECT id FROM surveys WHERE trashed = 0 ORDER BY id`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Ids))
+        )
         let responsesSeen = 0
         for (const { id } of surveys) {
           const rows = yield* sql`SELECT id, completed FROM responses WHERE survey_id = ${id}`.pipe(

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, FastCheck as fc } from "effect"
+import { Effect, FastCheck as fc, Schema } from "effect"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { type Aggregates, aggregate, analyticsOf, type QuestionDef, type ResponseInput } from "../src/Analytics/Compute.js"
@@ -9,7 +9,8 @@ import { StoredQuestionType } from "../src/Domain/Question.js"
 import { ResponseDeletion } from "../src/Responses/ResponseDeletion.js"
 import { expectClose, oracle } from "./support/AnalyticsOracle.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
-import { TestDatabase } from "./support/TestServer.js"
+import { decodeAs, TestDatabase } from "./support/TestServer.js"
+import { Count } from "./support/StoredRows.js"
 import { ResponseId, SurveyId, WorkspaceId } from "../src/Domain/Ids.js"
 
 const types: ReadonlyArray<StoredQuestionType> = StoredQuestionType.literals
@@ -149,7 +150,10 @@ layer(Setup)("stored aggregates", (it) => {
         }
         yield* aggregator.catchUp()
         // Consumed changes are dropped with the step that applied them.
-        const left = yield* sql<{ n: number }>`SELECT count(*) AS n FROM response_changes WHERE survey_id = ${surveyId}`
+        const left = decodeAs(
+          Schema.Array(Count),
+          yield* sql`SELECT count(*) AS n FROM response_changes WHERE survey_id = ${surveyId}`
+        )
         expect(left[0]?.n).toBe(0)
 
         const responses = [...model.values()]

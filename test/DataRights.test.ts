@@ -47,29 +47,40 @@ const startResponse = (surveyId: string, externalUserId: string, text: string, f
     return bodyOf(Saved, saved).responseId
   })
 
+const Counts = Schema.Struct({
+  responses: Schema.Number,
+  answers: Schema.Number,
+  events: Schema.Number,
+  responseCount: Schema.Number
+})
+const Table = Schema.Struct({ name: Schema.String })
+const Payload = Schema.Struct({ payload: Schema.String })
+
 const state = (surveyId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ responses: number; answers: number; events: number; responseCount: number }>`
+    const [row] = decodeAs(Schema.Array(Counts), yield* sql`
       SELECT (SELECT count(*) FROM responses WHERE survey_id = ${surveyId}) AS responses,
              (SELECT count(*) FROM answers a JOIN responses r ON r.id = a.response_id WHERE r.survey_id = ${surveyId}) AS answers,
              (SELECT count(*) FROM events) AS events,
-             (SELECT response_count FROM surveys WHERE id = ${surveyId}) AS response_count`.pipe(Effect.orDie)
+             (SELECT response_count FROM surveys WHERE id = ${surveyId}) AS response_count`.pipe(Effect.orDie))
     return row!
   })
 
 /** Every row of every table of the database, as text, with the table it came from. */
 const everyRow = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const tables = yield* sql.onDialectOrElse({
-    pg: () => sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables
-      WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
-    orElse: () => sql<{ name: string }>`
-      SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
-  }).pipe(Effect.orDie)
+  const tables = decodeAs(
+    Schema.Array(Table),
+    yield* sql.onDialectOrElse({
+      pg: () => sql`SELECT table_name AS name FROM information_schema.tables
+        WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
+      orElse: () => sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
+    }).pipe(Effect.orDie)
+  )
   const out: Array<{ table: string; row: string }> = []
   for (const { name } of tables) {
-    const rows = yield* sql.unsafe<Record<string, unknown>>(`SELECT * FROM "${name.replaceAll("\"", "\"\"")}"`).pipe(
+    const rows = yield* sql.unsafe(`SELECT * FROM "${name.replaceAll("\"", "\"\"")}"`).pipe(
       Effect.orDie
     )
     for (const row of rows) out.push({ table: name, row: JSON.stringify(row) })
@@ -80,7 +91,7 @@ const everyRow = Effect.gen(function*() {
 const storedEvents = (responseId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ payload: string }>`SELECT payload FROM events ORDER BY seq`.pipe(Effect.orDie)
+    const rows = decodeAs(Schema.Array(Payload), yield* sql`SELECT payload FROM events ORDER BY seq`.pipe(Effect.orDie))
     return rows.map((r) => decodeAs(Schema.parseJson(EventEnvelope), r.payload))
       .filter((e) => e.data["responseId"] === responseId)
   })

@@ -160,8 +160,11 @@ layer(TestServer(respondentFixture))("idempotent creation", (it) => {
       const sql = yield* SqlClient.SqlClient
       expect((yield* embed("erase-1", "person-f")).status).toBe(201)
       expect((yield* embed("erase-2", "person-g")).status).toBe(201)
-      const keys = sql<{ key: string }>`SELECT idempotency_key AS key FROM idempotency_keys
-        WHERE idempotency_key IN ('erase-1', 'erase-2') ORDER BY 1`.pipe(Effect.orDie)
+      const keys = sql`SELECT idempotency_key AS key FROM idempotency_keys
+        WHERE idempotency_key IN ('erase-1', 'erase-2') ORDER BY 1`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ key: Schema.String })), rows))
+      )
       expect((yield* keys).map((r) => r.key)).toEqual(["erase-1", "erase-2"])
       const erased = yield* call("POST", "/api/v1/erasures", { token: TOKENS.editor, body: json({ externalUserId: "person-f" }) })
       expect(erased.status).toBe(200)

@@ -1,21 +1,24 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Schema } from "effect"
 import { importFixtureInput } from "../src/Fixtures/Import.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { decodeAs, get, TestServer } from "./support/TestServer.js"
+import { Count } from "./support/StoredRows.js"
+
+const TokenHash = Schema.Struct({ tokenHash: Schema.String })
 
 layer(TestServer(baseFixture))("fixture import", (it) => {
   it.effect("is idempotent by id and keeps tokens hashed", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const count = (table: string) =>
-        Effect.map(sql.unsafe<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`), (rows) => rows[0]?.n)
+        Effect.map(sql.unsafe(`SELECT COUNT(*) AS n FROM ${table}`), (rows) => decodeAs(Schema.Array(Count), rows)[0]?.n)
       const before = [yield* count("surveys"), yield* count("responses"), yield* count("answers"), yield* count("api_keys")]
       yield* importFixtureInput(baseFixture)
       const after = [yield* count("surveys"), yield* count("responses"), yield* count("answers"), yield* count("api_keys")]
       expect(after).toEqual(before)
-      const hashes = yield* sql<{ tokenHash: string }>`SELECT token_hash FROM api_keys`
+      const hashes = decodeAs(Schema.Array(TokenHash), yield* sql`SELECT token_hash FROM api_keys`)
       expect(hashes.every((h) => /^[0-9a-f]{64}$/.test(h.tokenHash))).toBe(true)
       const dump = JSON.stringify(yield* sql`SELECT * FROM api_keys`)
       expect(dump).not.toContain(TOKENS.editor)

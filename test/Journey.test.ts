@@ -12,6 +12,8 @@ import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { register, WebhookWorld } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
 
+const Payload = Schema.Struct({ payload: Schema.String })
+
 /** The analytics body as the API encodes it. */
 const AnalyticsBody = Schema.encodedSchema(Analytics)
 type AnalyticsBody = typeof AnalyticsBody.Type
@@ -65,7 +67,7 @@ layer(TestServer(baseFixture))("a respondent's journey through every part", (it)
         ]
       })
       const sql = yield* SqlClient.SqlClient
-      const events = yield* sql<{ payload: string }>`SELECT payload FROM events WHERE type = 'response.completed'`
+      const events = decodeAs(Schema.Array(Payload), yield* sql`SELECT payload FROM events WHERE type = 'response.completed'`)
       const envelopes = events.map((e) => decodeAs(Schema.parseJson(EventEnvelope), e.payload))
       expect(envelopes.filter((e) => e.data.responseId === responseId)).toEqual([
         expect.objectContaining({ formId: "srv_main", data: expect.objectContaining({ externalUserId: "journey-user" }) })

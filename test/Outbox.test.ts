@@ -6,8 +6,17 @@ import { EventEnvelope } from "../src/Events/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { SurveyRepo } from "../src/Surveys/SurveyRepo.js"
 import { baseFixture } from "./support/Fixtures.js"
-import { TestDatabase } from "./support/TestServer.js"
+import { decodeAs, TestDatabase } from "./support/TestServer.js"
 import { SurveyId } from "../src/Domain/Ids.js"
+
+const StoredEvent = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  workspaceId: Schema.String,
+  surveyId: Schema.String,
+  payload: Schema.String,
+  createdAt: Schema.String
+})
 
 const decodeEnvelope = Schema.decodeUnknownSync(Schema.parseJson(EventEnvelope))
 const decodeSurveyData = Schema.decodeUnknownSync(Schema.Struct({ survey: Survey }))
@@ -15,9 +24,10 @@ const decodeSurveyData = Schema.decodeUnknownSync(Schema.Struct({ survey: Survey
 const eventsOf = (surveyId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    return yield* sql<{ id: string; type: string; workspaceId: string; surveyId: string; payload: string; createdAt: string }>`
+    const rows = yield* sql`
       SELECT id, type, workspace_id, survey_id, payload, created_at FROM events WHERE survey_id = ${surveyId} ORDER BY seq`
       .pipe(Effect.orDie)
+    return decodeAs(Schema.Array(StoredEvent), rows)
   })
 
 layer(TestDatabase(baseFixture))("survey lifecycle events in the outbox", (it) => {

@@ -1,13 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Option, Scope } from "effect"
+import { Effect, Exit, Fiber, Option, Schema, Scope } from "effect"
 import type * as Pg from "pg"
 import { poolExhaustedMessage, statementTimeoutMessage } from "../src/Http/Server.js"
 import { DEFAULT_POOL } from "../src/Sql/Database.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { ResponseWriter } from "../src/Respondents/ResponseWriter.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { call, get, TestDatabase, testDatabase, TestServer } from "./support/TestServer.js"
+import { call, decodeAs, get, TestDatabase, testDatabase, TestServer } from "./support/TestServer.js"
+import { Count } from "./support/StoredRows.js"
 import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
 import { eventually } from "./support/WebhookReceiver.js"
 import { polled, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
@@ -24,8 +25,8 @@ const respondent = Effect.gen(function*() {
 
 const storedResponses = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(
-    sql<{ readonly n: number }>`SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_main'`.pipe(Effect.orDie),
-    (rows) => rows[0]?.n ?? -1
+    sql`SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_main'`.pipe(Effect.orDie),
+    (rows) => decodeAs(Schema.Array(Count), rows)[0]?.n ?? -1
   ))
 
 /** Takes `srv_main`'s clock row on an outside connection, in a transaction left open: every save of the survey waits for it. */

@@ -5,7 +5,8 @@ import type * as Pg from "pg"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, testDatabase, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
+import { Count } from "./support/StoredRows.js"
 import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
 import { eventually } from "./support/WebhookReceiver.js"
 import { complete, deliveries, register } from "./support/WebhookWorld.js"
@@ -19,8 +20,8 @@ const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>, wait
 
 const maxSeq = (table: "events" | "response_changes") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.map(sql.unsafe<{ readonly n: number | null }>(`SELECT MAX(seq) AS n FROM ${table}`).pipe(Effect.orDie), (rows) =>
-      rows[0]?.n ?? 0))
+    Effect.map(sql.unsafe(`SELECT MAX(seq) AS n FROM ${table}`).pipe(Effect.orDie), (rows) =>
+      decodeAs(Schema.Array(Schema.Struct({ n: Schema.NullOr(Schema.Number) })), rows)[0]?.n ?? 0))
 
 // PostgreSQL only: there a row's serial is handed out when it is inserted and its transaction may
 // commit after a later-numbered one. On SQLite writers take turns, so the order cannot be built.
@@ -49,7 +50,10 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       const all = yield* deliveries
       expect(all).toHaveLength(2)
       const cursor = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ readonly lastSeq: number }>`SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'`.pipe(Effect.orDie))
+        sql`SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ lastSeq: Schema.Number })), rows))
+        ))
       expect(cursor[0]?.lastSeq).toBe(yield* maxSeq("events"))
       expect(early.id).toMatch(/^evt_/)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
@@ -75,7 +79,10 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       yield* waitingOrDone(observer, stepping)
       yield* onOutside(holder, "COMMIT")
       expect(yield* Fiber.join(stepping)).toBe(2)
-      const position = yield* sql<{ readonly seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`.pipe(Effect.orDie)
+      const position = decodeAs(
+        Schema.Array(Schema.Struct({ seq: Schema.Number })),
+        yield* sql`SELECT seq FROM analytics_position WHERE id = 1`.pipe(Effect.orDie)
+      )
       expect(position[0]?.seq).toBe(newest)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
@@ -111,11 +118,11 @@ describe.runIf(testDatabase === "postgres")("a save and a deletion of one respon
       const saved = yield* Fiber.join(saving)
       expect(saved.status).toBe(404)
       const sql = yield* SqlClient.SqlClient
-      const left = yield* sql<{ readonly n: number }>`
+      const left = decodeAs(Schema.Array(Count), yield* sql`
         SELECT (SELECT count(*) FROM responses WHERE id = ${responseId})
              + (SELECT count(*) FROM answers WHERE response_id = ${responseId})
              + (SELECT count(*) FROM events WHERE response_id = ${responseId} AND type <> 'response.deleted'
-                  AND payload LIKE '%"response":{%') AS n`.pipe(Effect.orDie)
+                  AND payload LIKE '%"response":{%') AS n`.pipe(Effect.orDie))
       expect(left[0]?.n).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
@@ -152,9 +159,9 @@ describe.runIf(testDatabase === "postgres")("an erasure and a save of the same p
       expect((yield* Fiber.join(erasing)).status).toBe(200)
       expect((yield* Fiber.join(saving)).status).toBe(401)
       const sql = yield* SqlClient.SqlClient
-      const left = yield* sql<{ readonly n: number }>`
+      const left = decodeAs(Schema.Array(Count), yield* sql`
         SELECT (SELECT count(*) FROM responses WHERE external_user_id = 'person-racing')
-             + (SELECT count(*) FROM respondent_tokens WHERE external_user_id = 'person-racing') AS n`.pipe(Effect.orDie)
+             + (SELECT count(*) FROM respondent_tokens WHERE external_user_id = 'person-racing') AS n`.pipe(Effect.orDie))
       expect(left[0]?.n).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })

@@ -1,22 +1,24 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { Position } from "../src/Domain/Cursor.js"
 import type { ResponseStatusFilter } from "../src/Domain/Response.js"
 import { answersOfResponses } from "../src/Responses/AnswerRows.js"
 import { pageStatement } from "../src/Responses/ResponseRepo.js"
 import { toNumbered } from "../src/Sql/Dialect.js"
-import { TestDatabase, testDatabase } from "./support/TestServer.js"
+import { decodeAs, TestDatabase, testDatabase } from "./support/TestServer.js"
 import { SurveyId } from "../src/Domain/Ids.js"
 
 /**
  * The list queries must walk an index in their sort order: no temporary B-tree for ORDER BY
  * and no full scan, so page 10,000 costs what page 1 costs.
  */
+const PlanStep = Schema.Struct({ detail: Schema.String })
+
 const plan = (query: string, params: ReadonlyArray<unknown>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql.unsafe<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, params)
+    const rows = decodeAs(Schema.Array(PlanStep), yield* sql.unsafe(`EXPLAIN QUERY PLAN ${query}`, params))
     return rows.map((r) => r.detail).join("\n")
   })
 

@@ -5,7 +5,8 @@ import { Effect, Schema } from "effect"
 import { Api } from "../src/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
-import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { Count } from "./support/StoredRows.js"
 
 const PageBody = Schema.Struct({ respondentToken: Schema.String })
 const InvalidBody = Schema.Struct({
@@ -26,8 +27,8 @@ const client = (token: string) =>
   HttpApiClient.make(Api, { transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token)) })
 
 const responses = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_all'`.pipe(Effect.orDie), (rows) =>
-    rows[0]?.n ?? -1))
+  Effect.map(sql`SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_all'`.pipe(Effect.orDie), (rows) =>
+    decodeAs(Schema.Array(Count), rows)[0]?.n ?? -1))
 
 layer(TestServer(respondentFixture))("the respondent API, declared in the HttpApi", (it) => {
   it.effect("a typed client starts a response and finishes it", () =>

@@ -234,8 +234,11 @@ describe.skipIf(!hasChromium)("survey pages in a real browser", () => {
         ])
 
         const sql = yield* SqlClient.SqlClient
-        const events = yield* sql<{ payload: string }>`
-          SELECT payload FROM events WHERE type = 'response.completed' AND survey_id = 'srv_all'`.pipe(Effect.orDie)
+        const events = decodeAs(
+          Schema.Array(Schema.Struct({ payload: Schema.String })),
+          yield* sql`SELECT payload FROM events WHERE type = 'response.completed' AND survey_id = 'srv_all'`
+            .pipe(Effect.orDie)
+        )
         const mine = events.map((e) => decodeAs(Schema.parseJson(EventEnvelope), e.payload))
           .filter((e) => e.data.responseId === response.id)
         expect(mine).toHaveLength(1)

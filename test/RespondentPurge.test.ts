@@ -1,17 +1,21 @@
 import { expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { EmbedSessions } from "../src/Embeds/EmbedSessions.js"
 import { RespondentPurge, RespondentPurgeLive } from "../src/Respondents/RespondentPurge.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
-import { TestDatabase } from "./support/TestServer.js"
+import { decodeAs, TestDatabase } from "./support/TestServer.js"
+import { Count } from "./support/StoredRows.js"
 import { advance } from "./support/Advance.js"
 
 const Services = TestDatabase(respondentFixture)
 
 const embedCount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie), (rows) => rows[0]?.n ?? -1))
+  Effect.map(
+    sql`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie),
+    (rows) => decodeAs(Schema.Array(Count), rows)[0]?.n ?? -1
+  ))
 
 it.effect("expired respondent tokens go after a day, spent embed sessions after thirty more", () =>
   Effect.gen(function*() {
@@ -44,7 +48,10 @@ it.scoped("the purge runs in the background every hour", () =>
     yield* tokens.issue({ surveyId: "srv_all", embedSessionId: null, externalUserId: null })
     yield* Layer.build(RespondentPurgeLive)
     const sql = yield* SqlClient.SqlClient
-    const count = Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM respondent_tokens`.pipe(Effect.orDie), (rows) => rows[0]?.n ?? -1)
+    const count = Effect.map(
+      sql`SELECT count(*) AS n FROM respondent_tokens`.pipe(Effect.orDie),
+      (rows) => decodeAs(Schema.Array(Count), rows)[0]?.n ?? -1
+    )
     expect(yield* count).toBe(1)
     yield* advance("25 hours")
     expect(yield* count).toBe(0)

@@ -7,9 +7,13 @@ import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { storedRendering } from "./support/AnswerDocuments.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
-import { bodyOf, call, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
+import { Count, StoredCounts } from "./support/StoredRows.js"
 import { advance } from "./support/Advance.js"
 import { SurveyId } from "../src/Domain/Ids.js"
+
+const TokenHash = Schema.Struct({ tokenHash: Schema.String })
+const StoredEvent = Schema.Struct({ id: Schema.String, type: Schema.String, workspaceId: Schema.String, payload: Schema.String })
 
 const PUBLIC_BASE_URL = "https://surveys.example.test"
 
@@ -54,12 +58,12 @@ const respond = (token: string, body: unknown, responseId?: string) =>
 const counts = (surveyId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ responses: number; answers: number; changes: number; events: number; responseCount: number }>`
+    const [row] = decodeAs(Schema.Array(StoredCounts), yield* sql`
       SELECT (SELECT count(*) FROM responses WHERE survey_id = ${surveyId}) AS responses,
              (SELECT count(*) FROM answers a JOIN responses r ON r.id = a.response_id WHERE r.survey_id = ${surveyId}) AS answers,
              (SELECT count(*) FROM response_changes WHERE survey_id = ${surveyId}) AS changes,
              (SELECT count(*) FROM events WHERE survey_id = ${surveyId}) AS events,
-             (SELECT response_count FROM surveys WHERE id = ${surveyId}) AS response_count`.pipe(Effect.orDie)
+             (SELECT response_count FROM surveys WHERE id = ${surveyId}) AS response_count`.pipe(Effect.orDie))
     return row!
   })
 
@@ -72,7 +76,7 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       expect(Date.parse(session.expiresAt)).toBe(now + 3_600_000)
       expect(session.expiresAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
       const sql = yield* SqlClient.SqlClient
-      const stored = yield* sql<{ tokenHash: string }>`SELECT token_hash FROM embed_sessions`.pipe(Effect.orDie)
+      const stored = decodeAs(Schema.Array(TokenHash), yield* sql`SELECT token_hash FROM embed_sessions`.pipe(Effect.orDie))
       const token = session.path.split("/").pop()!
       expect(stored.some((r) => r.tokenHash === token)).toBe(false)
     }))
@@ -98,13 +102,13 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
         ["srv_all", json({ externalUserId: "u" }), "sk_live_nope_nope_nope", 401, "unauthorized"]
       ]
       const sql = yield* SqlClient.SqlClient
-      const [before] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie)
+      const [before] = decodeAs(Schema.Array(Count), yield* sql`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie))
       for (const [surveyId, body, token, status, code] of cases) {
         const res = yield* post(surveyId, body, token)
         expect([surveyId, body?.slice(0, 30), res.status]).toEqual([surveyId, body?.slice(0, 30), status])
         expect(bodyOf(ErrorCode, res).code).toBe(code)
       }
-      const [after] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie)
+      const [after] = decodeAs(Schema.Array(Count), yield* sql`SELECT count(*) AS n FROM embed_sessions`.pipe(Effect.orDie))
       expect(after!.n).toBe(before!.n)
       const longest = yield* post("srv_all", json({ externalUserId: "x".repeat(256) }))
       expect(longest.status).toBe(201)
@@ -234,9 +238,10 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       expect(bodyOf(Schema.Struct({ responseCount: Schema.Number }), survey).responseCount).toBe(after.responseCount)
 
       const sql = yield* SqlClient.SqlClient
-      const [event] = yield* sql<{ id: string; type: string; workspaceId: string; payload: string }>`
-        SELECT id, type, workspace_id, payload FROM events WHERE survey_id = 'srv_all' ORDER BY seq DESC LIMIT 1`.pipe(
-        Effect.orDie
+      const [event] = decodeAs(
+        Schema.Array(StoredEvent),
+        yield* sql`SELECT id, type, workspace_id, payload FROM events WHERE survey_id = 'srv_all' ORDER BY seq DESC LIMIT 1`
+          .pipe(Effect.orDie)
       )
       expect(event!.type).toBe("response.completed")
       expect(event!.workspaceId).toBe("ws_a")
@@ -265,8 +270,10 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       })
       expect(results.map((r) => r.status).sort()).toEqual([201, 400])
       const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ n: number }>`
-        SELECT count(*) AS n FROM responses WHERE external_user_id = 'user-race'`.pipe(Effect.orDie)
+      const rows = decodeAs(
+        Schema.Array(Count),
+        yield* sql`SELECT count(*) AS n FROM responses WHERE external_user_id = 'user-race'`.pipe(Effect.orDie)
+      )
       expect(rows.map((row) => row.n)).toEqual([1])
     }))
 

@@ -5,7 +5,8 @@ import { RepositoriesLive } from "../src/App.js"
 import { Outbox } from "../src/Events/Outbox.js"
 import { Signer } from "../src/Webhooks/Signer.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
-import { bodyOf, call, ErrorBody, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, ErrorBody, TestServer } from "./support/TestServer.js"
+import { StoredCounts } from "./support/StoredRows.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, register, WebhookWorld } from "./support/WebhookWorld.js"
 import { TOKENS } from "./support/Fixtures.js"
@@ -31,12 +32,12 @@ const busy = new SqlError.SqlError({ cause: { code: "SQLITE_BUSY" }, message: "d
 
 const stored = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const [row] = yield* sql<{ responses: number; answers: number; changes: number; events: number; responseCount: number }>`
+  const [row] = decodeAs(Schema.Array(StoredCounts), yield* sql`
     SELECT (SELECT count(*) FROM responses) AS responses,
            (SELECT count(*) FROM answers) AS answers,
            (SELECT count(*) FROM response_changes) AS changes,
            (SELECT count(*) FROM events) AS events,
-           (SELECT response_count FROM surveys WHERE id = 'srv_all') AS response_count`.pipe(Effect.orDie)
+           (SELECT response_count FROM surveys WHERE id = 'srv_all') AS response_count`.pipe(Effect.orDie))
   return row
 })
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { EventEnvelope, type EventType } from "../src/Events/Event.js"
 import { Outbox } from "../src/Events/Outbox.js"
 import { TOKENS } from "./support/Fixtures.js"
@@ -23,9 +23,12 @@ const typesOf = (received: ReadonlyArray<{ readonly body: string }>) =>
 
 /** Whether the fan-out has passed every event in the outbox (its cursor is at the last one). */
 const fannedOut = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ readonly done: number }>`SELECT CASE WHEN
+  sql`SELECT CASE WHEN
       (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks') >= (SELECT MAX(seq) FROM events)
-    THEN 1 ELSE 0 END AS done`).pipe(Effect.map((rows) => rows[0]?.done === 1), Effect.orDie)
+    THEN 1 ELSE 0 END AS done`).pipe(
+    Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ done: Schema.Number })), rows)[0]?.done === 1),
+    Effect.orDie
+  )
 
 describe("event filters", () => {
   it.live("each webhook receives only the event types it names; webhook.test is never filtered", () =>

@@ -1,10 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Option, TestClock } from "effect"
+import { Duration, Effect, Option, Schema, TestClock } from "effect"
 import { maxRetryAfter, retryAfterDelay } from "../src/Webhooks/RetrySchedule.js"
 import { WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, get } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, get } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
@@ -16,7 +16,10 @@ const fannedOutTo = (seq: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     yield* eventually(
-      sql<{ readonly lastSeq: number }>`SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'`.pipe(Effect.orDie),
+      sql`SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ lastSeq: Schema.Number })), rows))
+      ),
       (rows) => (rows[0]?.lastSeq ?? 0) >= seq
     )
   })
@@ -24,7 +27,10 @@ const fannedOutTo = (seq: number) =>
 const eventSeq = (eventId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ readonly seq: number }>`SELECT seq FROM events WHERE id = ${eventId}`.pipe(Effect.orDie)
+    const rows = decodeAs(
+      Schema.Array(Schema.Struct({ seq: Schema.Number })),
+      yield* sql`SELECT seq FROM events WHERE id = ${eventId}`.pipe(Effect.orDie)
+    )
     return rows[0]?.seq ?? 0
   })
 

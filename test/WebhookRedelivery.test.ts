@@ -293,7 +293,10 @@ describe("event retention", () => {
       yield* advance("28 days")
       yield* purgeOnce
       const sql = yield* SqlClient.SqlClient
-      const ids = sql<{ readonly id: string }>`SELECT id FROM events ORDER BY seq`.pipe(Effect.orDie)
+      const ids = sql`SELECT id FROM events ORDER BY seq`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ id: Schema.String })), rows))
+      )
       expect((yield* ids).map((e) => e.id)).toEqual([old.id, older.id])
       expect((yield* post(`/webhooks/events/${old.id}/redeliver`)).status).toBe(202)
       yield* advance("1 day")

@@ -334,8 +334,10 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         )
         expect(answers.map((res) => res.status)).toEqual([200, 200, 200, 200])
         const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ readonly targetUrl: string }>`SELECT target_url FROM webhooks WHERE survey_id = 'srv_main'`
-          .pipe(Effect.orDie)
+        const rows = decodeAs(
+          Schema.Array(Schema.Struct({ targetUrl: Schema.String })),
+          yield* sql`SELECT target_url FROM webhooks WHERE survey_id = 'srv_main'`.pipe(Effect.orDie)
+        )
         expect(rows).toHaveLength(1)
         expect(urls).toContain(rows[0]?.targetUrl)
         const read = yield* get("/api/v1/surveys/srv_main/webhook", TOKENS.editor)

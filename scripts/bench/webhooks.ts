@@ -3,7 +3,7 @@
 // receiver, with no database, outbox or retry bookkeeping. Run: bun run bench:webhooks
 import { SqlClient } from "@effect/sql"
 import { BunContext } from "@effect/platform-bun"
-import { Duration, Effect, Exit, Layer, Logger, LogLevel, Schedule, Scope } from "effect"
+import { Duration, Effect, Exit, Layer, Logger, LogLevel, Schedule, Schema, Scope } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -123,7 +123,9 @@ const program = Effect.gen(function*() {
   const drainSeconds = (performance.now() - drainStart) / 1000
 
   yield* Scope.close(drainScope, Exit.void)
-  const delivered = yield* sql<{ readonly n: number }>`SELECT COUNT(*) AS n FROM deliveries WHERE state = 'delivered'`
+  const delivered = yield* sql`SELECT COUNT(*) AS n FROM deliveries WHERE state = 'delivered'`.pipe(
+    Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: Schema.Number }))))
+  )
 
   // Baseline drain: the same number of signed fetches, as many in flight as the worker allows one webhook.
   yield* reset(port)
