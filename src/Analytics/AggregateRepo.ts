@@ -38,6 +38,9 @@ const ContributionRow = Schema.Struct({ responseId: Schema.String, surveyId: Sch
 const decodeContributions = Schema.decodeUnknown(Schema.Array(ContributionRow))
 const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: Schema.String, surveyId: Schema.String })
 const decodeChanges = Schema.decodeUnknown(Schema.Array(ChangeRow))
+const decodeSignatures = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ surveyId: Schema.String, signature: Schema.String }))
+)
 
 /** A stored answer's values: a JSON array of strings; anything else counts as no answer. */
 const parseValues = (text: unknown): ReadonlyArray<string> => {
@@ -141,8 +144,9 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
 
     /** Question layouts of every survey that has stored aggregates. */
     const storedLayouts = Effect.gen(function*() {
-      const signatures = yield* sql<{ surveyId: string; signature: string }>`
-        SELECT survey_id, signature FROM analytics_surveys`
+      const signatures = yield* sql`SELECT survey_id, signature FROM analytics_surveys`.pipe(
+        Effect.flatMap(decodeSignatures)
+      )
       const rows = yield* sql`SELECT q.id, q.survey_id, q.type, q.position, q.deleted, q.options
         FROM questions q JOIN analytics_surveys s ON s.survey_id = q.survey_id`.pipe(Effect.flatMap(decodeQuestions))
       const questions = Arr.groupBy(rows, (row) => row.surveyId)
@@ -315,7 +319,8 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
           .pipe(Effect.flatMap(decodeChanges)),
         (changes) => changes.length > 0
       )
-    const surveyIds = sql<{ id: string }>`SELECT id FROM surveys ORDER BY id`.pipe(
+    const surveyIds = sql`SELECT id FROM surveys ORDER BY id`.pipe(
+      Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
       Effect.map((rows) => rows.map((r) => r.id))
     )
 

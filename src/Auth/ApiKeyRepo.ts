@@ -98,9 +98,12 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
 
     /** Revokes by token or by key id; true when a live key was revoked. */
     const revoke = Effect.fn("ApiKeyRepo.revoke")(function*(tokenOrId: string) {
-      const rows = yield* sql<{ id: string }>`UPDATE api_keys SET revoked = 1
+      const rows = yield* sql`UPDATE api_keys SET revoked = 1
         WHERE (id = ${tokenOrId} OR token_hash = ${hashToken(tokenOrId)}) AND revoked = 0
-        RETURNING id`.pipe(Effect.orDie)
+        RETURNING id`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
+        Effect.orDie
+      )
       return rows.length > 0
     })
 

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { importFixtureInput } from "../Fixtures/Import.js"
 import { DEMO_OWNER, DEMO_VIEWER, DEMO_WORKSPACE, demoFixture } from "./DemoData.js"
@@ -11,7 +11,9 @@ import { DEMO_OWNER, DEMO_VIEWER, DEMO_WORKSPACE, demoFixture } from "./DemoData
 export const seedDemo = Effect.fn("Demo.seed")(function*() {
   const sql = yield* SqlClient.SqlClient
   const keys = yield* ApiKeyRepo
-  const existing = yield* sql<{ id: string }>`SELECT id FROM workspaces WHERE id = ${DEMO_WORKSPACE}`
+  const existing = yield* sql`SELECT id FROM workspaces WHERE id = ${DEMO_WORKSPACE}`.pipe(
+    Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String }))))
+  )
   const seeded = existing.length === 0
   if (seeded) {
     yield* importFixtureInput(demoFixture(yield* Clock.currentTimeMillis))

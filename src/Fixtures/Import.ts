@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Array as Arr, Clock, Effect, ParseResult, Schema } from "effect"
 import { hashToken } from "../Auth/Token.js"
 import { storedValue } from "../Domain/AnswerValue.js"
-import type { StoredQuestionType } from "../Domain/Question.js"
+import { StoredQuestionType } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
 import { refreshAnswerDocuments } from "../Responses/AnswerDocuments.js"
 import { Fixture, type FixtureInput } from "./Fixture.js"
@@ -127,8 +127,13 @@ export const importFixture = Effect.fn("Fixtures.import")(function*(fixture: Fix
     // Question types of surveys that the fixture answers but does not define.
     const missing = Arr.dedupe(fixture.responses.map((r) => r.surveyId)).filter((id) => !types.has(id))
     for (const ids of Arr.chunksOf(missing, batch)) {
-      const rows = yield* sql<{ id: string; surveyId: string; type: StoredQuestionType }>`
-        SELECT id, survey_id, type FROM questions WHERE survey_id IN ${sql.in(ids)}`
+      const rows = yield* sql`SELECT id, survey_id, type FROM questions WHERE survey_id IN ${sql.in(ids)}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({
+          id: Schema.String,
+          surveyId: Schema.String,
+          type: StoredQuestionType
+        }))))
+      )
       for (const row of rows) {
         const map = types.get(row.surveyId) ?? new Map<string, StoredQuestionType>()
         map.set(row.id, row.type)

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Layer, Schedule } from "effect"
+import { Clock, Effect, Layer, Schedule, Schema } from "effect"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { toIso } from "../Domain/Time.js"
@@ -16,13 +16,15 @@ export class RespondentPurge extends Effect.Service<RespondentPurge>()("Responde
     const sql = yield* SqlClient.SqlClient
     const run = Effect.fn("RespondentPurge.run")(function*() {
       const now = yield* Clock.currentTimeMillis
-      const tokens = yield* sql<{ readonly tokenHash: string }>`
-        DELETE FROM respondent_tokens WHERE expires_at <= ${toIso(now)} RETURNING token_hash`
-      const sessions = yield* sql<{ readonly id: string }>`
+      const tokens = yield* sql`
+        DELETE FROM respondent_tokens WHERE expires_at <= ${toIso(now)} RETURNING token_hash`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ tokenHash: Schema.String }))))
+      )
+      const sessions = yield* sql`
         DELETE FROM embed_sessions
         WHERE expires_at <= ${toIso(now - EMBED_SESSION_RETENTION_MILLIS)}
           AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = embed_sessions.id)
-        RETURNING id`
+        RETURNING id`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))))
       return { tokens: tokens.length, embedSessions: sessions.length } as const
     })
     return { run: () => run().pipe(Effect.orDie) } as const

@@ -163,7 +163,9 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         ORDER BY r.survey_id, r.created_at, r.id${lockedRows}`.pipe(Effect.flatMap(decodeDoomed))
       yield* remove(doomed)
       // Remembered answers of embed session requests for the person (they hold its one-time URL).
-      const surveys = yield* sql<{ readonly id: string }>`SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId}`
+      const surveys = yield* sql`SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String }))))
+      )
       const hashes = surveys.map((s) =>
         requestHash("POST", `/surveys/${s.id}/embed-sessions`, { externalUserId: input.externalUserId })
       )

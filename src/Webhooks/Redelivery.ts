@@ -4,6 +4,9 @@ import type { SurveyId, WebhookId, WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 
+/** An event's place in the created-at order the redelivery pages walk. */
+const EventKey = Schema.Struct({ seq: Schema.Number, createdAt: Schema.String })
+
 /** How long events are kept, and so how far back they can be sent again (v1-extensions §X1.2). */
 export const eventRetention = Duration.days(30)
 
@@ -88,12 +91,15 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
       let after = { createdAt: "", seq: 0 }
       let queued = 0
       for (let step = 0; step < maxSteps; step++) {
-        const page = yield* sql<{ readonly seq: number; readonly createdAt: string }>`
+        const page = yield* sql`
           SELECT e.seq, e.created_at FROM events e
           WHERE ${scope.surveyId === null ? sql`e.workspace_id = ${scope.workspaceId}` : sql`e.survey_id = ${scope.surveyId}`}
             AND e.created_at >= ${since} AND e.created_at < ${until}
             AND (e.created_at, e.seq) > (${after.createdAt}, ${after.seq})
-          ORDER BY e.created_at, e.seq LIMIT ${batch}`.pipe(Effect.orDie)
+          ORDER BY e.created_at, e.seq LIMIT ${batch}`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Schema.Array(EventKey))),
+          Effect.orDie
+        )
         const last = page[page.length - 1]
         if (last === undefined) break
         after = last
@@ -117,11 +123,13 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
     })
 
     const expiredEvents = (cutoff: string, batch: number) =>
-      sql<{ readonly seq: number }>`SELECT e.seq FROM events e
+      sql`SELECT e.seq FROM events e
         WHERE e.created_at < ${cutoff}
           AND e.seq <= (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = e.seq AND d.state = 'pending')
-        ORDER BY e.created_at LIMIT ${batch}`
+        ORDER BY e.created_at LIMIT ${batch}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ seq: Schema.Number }))))
+      )
 
     const deleteEvents = (seqs: ReadonlyArray<number>) =>
       sql.withTransaction(Effect.gen(function*() {

@@ -238,7 +238,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
 
     /** Deletes attempts older than the cutoff; returns how many. */
     const purgeAttempts = Effect.fn("WebhookRepo.purgeAttempts")(function*(olderThan: number) {
-      const rows = yield* sql<{ readonly n: number }>`
+      const rows = yield* sql`
         DELETE FROM delivery_attempts WHERE attempted_at < ${olderThan} RETURNING 1 AS n`.pipe(Effect.orDie)
       return rows.length
     })

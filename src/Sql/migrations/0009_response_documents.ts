@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { refreshAnswerDocuments } from "../../Responses/AnswerDocuments.js"
 import { dialectOf } from "../Dialect.js"
 
@@ -25,9 +25,11 @@ export default Effect.gen(function*() {
   if (dialectOf(sql) === "pg") return yield* onPostgres
 
   // Any other table referencing responses would lose its rows with the old table: refuse.
-  const children = yield* sql<{ readonly name: string }>`
+  const children = yield* sql`
     SELECT DISTINCT m.name FROM sqlite_schema m, pragma_foreign_key_list(m.name) f
-    WHERE m.type = 'table' AND f."table" = 'responses'`
+    WHERE m.type = 'table' AND f."table" = 'responses'`.pipe(
+    Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ name: Schema.String }))))
+  )
   const unexpected = children.map((c) => c.name).filter((n) => n !== "answers" && n !== "respondent_responses")
   if (unexpected.length > 0) {
     return yield* Effect.die(new Error(`0009: tables ${unexpected.join(", ")} reference responses; extend this migration`))
@@ -115,7 +117,9 @@ const renderStored = Effect.gen(function*() {
 
   let after = ""
   while (true) {
-    const ids = yield* sql<{ readonly id: string }>`SELECT id FROM responses WHERE id > ${after} ORDER BY id LIMIT 2000`
+    const ids = yield* sql`SELECT id FROM responses WHERE id > ${after} ORDER BY id LIMIT 2000`.pipe(
+      Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String }))))
+    )
     const last = ids[ids.length - 1]
     if (last === undefined) break
     yield* refreshAnswerDocuments(sql, ids.map((r) => r.id))
