@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
+import { SurveyId } from "../src/Domain/Ids.js"
 import { Aggregator, AggregatorLive } from "../src/Analytics/Aggregator.js"
 import { Analytics } from "../src/Domain/Analytics.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
@@ -126,7 +127,7 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
       expect(rebuilt).toBe(1)
       const { data } = yield* analytics()
       expect(data.questions.map((q) => q.id)).toEqual(["q_num", "q_pick", "q_rank"])
-      const fromScratch = yield* Effect.flatMap(Aggregator, (a) => a.rebuild("srv_main"))
+      const fromScratch = yield* Effect.flatMap(Aggregator, (a) => a.rebuild(SurveyId.make("srv_main")))
       expect(fromScratch).toBe(3)
       expect((yield* analytics()).data).toEqual(data)
     }))

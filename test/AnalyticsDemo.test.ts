@@ -6,8 +6,9 @@ import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { seedDemo } from "../src/Demo/Seed.js"
 import { expectClose, oracle } from "./support/AnalyticsOracle.js"
 import { get, TestServer } from "./support/TestServer.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 
-const Ids = Schema.Array(Schema.Struct({ id: Schema.String }))
+const Ids = Schema.Array(Schema.Struct({ id: SurveyId }))
 const Rows = Schema.Array(Schema.Struct({ id: Schema.String, completed: Schema.Number }))
 const AnswerRows = Schema.Array(Schema.Struct({
   responseId: Schema.String,

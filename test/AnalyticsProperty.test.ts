@@ -111,7 +111,7 @@ layer(Setup)("stored aggregates", (it) => {
         const aggregator = yield* Aggregator
         const repo = yield* AggregateRepo
         const deletion = yield* ResponseDeletion
-        const surveyId = `srv_p${run++}`
+        const surveyId = SurveyId.make(`srv_p${run++}`)
         yield* sql`INSERT INTO surveys (id, workspace_id, title, status, created_at, updated_at)
           VALUES (${surveyId}, 'ws_p', 'P', 'published', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
         for (const q of scenario.questions) {

@@ -13,12 +13,13 @@ import {
   type ResponseInput
 } from "./Compute.js"
 import { positional, readSettled } from "../Sql/Dialect.js"
+import { SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 
 const chunk = 500
 
 const QuestionDefRow = Schema.Struct({
   id: Schema.String,
-  surveyId: Schema.String,
+  surveyId: SurveyId,
   type: StoredQuestionType,
   position: Schema.Number,
   deleted: Schema.Number,
@@ -34,12 +35,12 @@ const toDef = (row: typeof QuestionDefRow.Type): QuestionDef => ({
   options: row.options
 })
 
-const ContributionRow = Schema.Struct({ responseId: Schema.String, surveyId: Schema.String, contribution: ContributionJson })
+const ContributionRow = Schema.Struct({ responseId: Schema.String, surveyId: SurveyId, contribution: ContributionJson })
 const decodeContributions = Schema.decodeUnknown(Schema.Array(ContributionRow))
-const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: Schema.String, surveyId: Schema.String })
+const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: Schema.String, surveyId: SurveyId })
 const decodeChanges = Schema.decodeUnknown(Schema.Array(ChangeRow))
 const decodeSignatures = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ surveyId: Schema.String, signature: Schema.String }))
+  Schema.Array(Schema.Struct({ surveyId: SurveyId, signature: Schema.String }))
 )
 
 /** A stored answer's values: a JSON array of strings; anything else counts as no answer. */
@@ -58,7 +59,7 @@ const AnswerValuesColumns = rowShape({
 
 const responseFields = {
   id: column.text("id"),
-  surveyId: column.text("survey_id"),
+  surveyId: column.map(column.text("survey_id"), brandSurveyId),
   completed: column.map(column.num("completed"), (completed) => completed === 1)
 }
 const ResponseColumns = rowShape(responseFields)
@@ -67,12 +68,12 @@ const PagedResponseColumns = rowShape({ ...responseFields, createdAt: column.tex
 
 export interface CurrentResponse extends ResponseInput {
   readonly id: string
-  readonly surveyId: string
+  readonly surveyId: SurveyId
 }
 
 export interface StoredContribution {
   readonly responseId: string
-  readonly surveyId: string
+  readonly surveyId: SurveyId
   readonly contribution: Contribution
 }
 
@@ -136,7 +137,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const reader = yield* Reader
 
     /** Every question of a survey, deleted ones and sections included. */
-    const questionsOf = (surveyId: string) =>
+    const questionsOf = (surveyId: SurveyId) =>
       sql`SELECT id, survey_id, type, position, deleted, options FROM questions WHERE survey_id = ${surveyId}`.pipe(
         Effect.flatMap(decodeQuestions),
         Effect.map((rows) => rows.map(toDef))
@@ -158,11 +159,11 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     })
 
     /** The stored counters of one survey and the layout signature they were built against. */
-    const load = (surveyId: string) =>
+    const load = (surveyId: SurveyId) =>
       Effect.map(sql.unsafe(positional(sql, storedCountersSql), [surveyId]).values, (rows) => foldCounters(rows).stored)
 
     /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
-    const addDelta = (surveyId: string, delta: Aggregates, signature: string) =>
+    const addDelta = (surveyId: SurveyId, delta: Aggregates, signature: string) =>
       Effect.gen(function*() {
         yield* sql`INSERT INTO analytics_surveys (survey_id, response_count, completed_count, signature)
           VALUES (${surveyId}, ${delta.responseCount}, ${delta.completedCount}, ${signature})
@@ -213,7 +214,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       })
 
     /** Forgets everything stored for a survey. */
-    const clearSurvey = (surveyId: string) =>
+    const clearSurvey = (surveyId: SurveyId) =>
       Effect.gen(function*() {
         yield* sql`DELETE FROM analytics_surveys WHERE survey_id = ${surveyId}`
         yield* sql`DELETE FROM analytics_reach WHERE survey_id = ${surveyId}`
@@ -249,7 +250,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         })).pipe(Effect.map(Arr.flatten))
 
     /** One keyset page of a survey's responses with their answers, for a rebuild. */
-    const responsePage = (surveyId: string, after: { readonly createdAt: string; readonly id: string } | null, limit: number) =>
+    const responsePage = (surveyId: SurveyId, after: { readonly createdAt: string; readonly id: string } | null, limit: number) =>
       Effect.gen(function*() {
         const rows = yield* sql`SELECT ${sql.literal(PagedResponseColumns.columns)} FROM responses
           WHERE survey_id = ${surveyId}
@@ -289,10 +290,10 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
      * A survey's questions and counters, read in one statement, so both belong to the same moment
      * (on the reader's connection: GET /analytics is a request-path read).
      */
-    const snapshot = (surveyId: string) =>
+    const snapshot = (surveyId: SurveyId) =>
       Effect.map(reader.values(analyticsSnapshotSql, [surveyId]), foldCounters)
 
-    const storedSignature = (surveyId: string) =>
+    const storedSignature = (surveyId: SurveyId) =>
       sql<{ signature: string }>`SELECT signature FROM analytics_surveys WHERE survey_id = ${surveyId}`.pipe(
         Effect.map((rows) => rows[0]?.signature ?? null)
       )
@@ -320,11 +321,11 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         (changes) => changes.length > 0
       )
     const surveyIds = sql`SELECT id FROM surveys ORDER BY id`.pipe(
-      Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
+      Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: SurveyId })))),
       Effect.map((rows) => rows.map((r) => r.id))
     )
 
-    const surveyExists = (surveyId: string) =>
+    const surveyExists = (surveyId: SurveyId) =>
       sql`SELECT 1 AS found FROM surveys WHERE id = ${surveyId}`.pipe(Effect.map((rows) => rows.length > 0))
 
     return {

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Array as Arr, Data, Effect, Layer, Metric, Schedule } from "effect"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically, traced } from "../Background/Supervise.js"
+import type { SurveyId } from "../Domain/Ids.js"
 import { aggregatorLag } from "../Telemetry/Metrics.js"
 import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
@@ -29,7 +30,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
     // The loop, the layout sweep and an operator rebuild never interleave their transactions.
     const lock = yield* Effect.makeSemaphore(1)
 
-    const rebuildInTransaction = (surveyId: string) =>
+    const rebuildInTransaction = (surveyId: SurveyId) =>
       Effect.gen(function*() {
         yield* repo.clearSurvey(surveyId)
         const questions = yield* repo.questionsOf(surveyId)
@@ -55,12 +56,12 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       })
 
     /** Recomputes one survey's aggregates from its responses; answers how many it read. */
-    const rebuild = Effect.fn("Aggregator.rebuild")(function*(surveyId: string) {
+    const rebuild = Effect.fn("Aggregator.rebuild")(function*(surveyId: SurveyId) {
       return yield* lock.withPermits(1)(sql.withTransaction(rebuildInTransaction(surveyId)))
     })
 
     /** `rebuild` for an operator: an unknown id is an error rather than an empty survey. */
-    const rebuildExisting = Effect.fn("Aggregator.rebuildExisting")(function*(surveyId: string) {
+    const rebuildExisting = Effect.fn("Aggregator.rebuildExisting")(function*(surveyId: SurveyId) {
       if (!(yield* repo.surveyExists(surveyId))) {
         return yield* new UnknownSurvey({ message: `No survey with id ${JSON.stringify(surveyId)}.` })
       }
@@ -95,8 +96,8 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         const current = yield* repo.currentResponses(ids)
         const former = yield* repo.contributionsOf(ids)
 
-        const deltas = new Map<string, Aggregates>()
-        const deltaOf = (surveyId: string) => {
+        const deltas = new Map<SurveyId, Aggregates>()
+        const deltaOf = (surveyId: SurveyId) => {
           let delta = deltas.get(surveyId)
           if (delta === undefined) {
             delta = emptyAggregates()
@@ -106,10 +107,11 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         }
         for (const f of former) apply(deltaOf(f.surveyId), f.contribution, -1)
 
-        const rebuilt = new Set<string>()
-        const signatures = new Map<string, string>()
+        const rebuilt = new Set<SurveyId>()
+        const signatures = new Map<SurveyId, string>()
         const saved: Array<StoredContribution> = []
-        for (const [surveyId, responses] of Object.entries(Arr.groupBy(current, (r) => r.surveyId))) {
+        for (const responses of Object.values(Arr.groupBy(current, (r) => r.surveyId))) {
+          const surveyId = responses[0].surveyId
           const questions = yield* repo.questionsOf(surveyId)
           const signature = signatureOf(questions)
           signatures.set(surveyId, signature)

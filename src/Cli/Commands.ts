@@ -169,7 +169,7 @@ const analyticsRebuild = Command.make("rebuild", {
           Effect.flatMap(aggregator.rebuildAll(), (done) =>
             Console.log(`Rebuilt analytics of ${done.surveys} surveys from ${done.responses} responses.`)),
         onSome: (id) =>
-          Effect.flatMap(aggregator.rebuildExisting(id), (responses) =>
+          Effect.flatMap(aggregator.rebuildExisting(SurveyId.make(id)), (responses) =>
             Console.log(`Rebuilt analytics of survey ${id} from ${responses} responses.`))
       })
     })

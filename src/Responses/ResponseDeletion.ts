@@ -54,7 +54,8 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
     const subtractContributions = (ids: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         const former = yield* aggregates.contributionsOf(ids)
-        for (const [surveyId, rows] of Object.entries(Arr.groupBy(former, (f) => f.surveyId))) {
+        for (const rows of Object.values(Arr.groupBy(former, (f) => f.surveyId))) {
+          const surveyId = rows[0].surveyId
           const signature = yield* aggregates.storedSignature(surveyId)
           if (signature === null) continue
           const delta = emptyAggregates()
