@@ -285,10 +285,7 @@ describe("response events", () => {
         received.map((r) => decodeAs(EventEnvelope, JSON.parse(r.body)))
       // Fan-out applies the filters: once every delivery it made has arrived, nothing else is coming.
       const settled = (count: number) =>
-        eventually(deliveries, (all) => all.length >= count && all.every((d) => d.state === "delivered"), {
-          // Bounded generously: on a loaded machine the worker may take seconds to get round.
-          tries: 3000
-        })
+        eventually(deliveries, (all) => all.length >= count && all.every((d) => d.state === "delivered"))
       yield* settled(7)
       const saved = envelopes(yield* optedIn.received)
       const ofType = (list: typeof saved, type: string, responseId: string) =>

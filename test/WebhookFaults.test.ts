@@ -117,7 +117,7 @@ describe("webhook endpoint faults are recorded as failures", () => {
       yield* register(hanging.url, "srv_main")
       yield* register(healthy.url)
       for (let i = 0; i < 12; i++) yield* complete("srv_main", "ws_a", `rsp_${i}`)
-      const got = yield* eventually(healthy.received, (all) => all.length === 12, { tries: 500 })
+      const got = yield* eventually(healthy.received, (all) => all.length === 12)
       expect(got).toHaveLength(12)
       // With the hanging webhook's other deliveries due and two slots free, a round claims none:
       // only its share (2) is ever in flight.
@@ -137,7 +137,7 @@ describe("webhook endpoint faults are recorded as failures", () => {
       const sql = yield* SqlClient.SqlClient
       yield* sql.withTransaction(Effect.forEach(Array.from({ length: 600 }), () => complete("srv_main"), { discard: true }))
       for (let i = 0; i < 3; i++) yield* complete("srv_draft")
-      const got = yield* eventually(healthy.received, (all) => all.length === 3, { tries: 500 })
+      const got = yield* eventually(healthy.received, (all) => all.length === 3)
       expect(got).toHaveLength(3)
       // The backlogged webhook never has more than its share in flight: once the others are done,
       // a round with hundreds of its deliveries due and free slots claims none of them.

@@ -58,14 +58,18 @@ export const receiver = (
     } satisfies Receiver
   })
 
-/** Waits in real time (bounded) until `check` holds; fails the test otherwise. */
+/**
+ * Waits in real time until `check` holds; fails the test otherwise. Bounded at 30 s by default: the
+ * bound only decides how long a failing test takes, and on a loaded machine a worker round may
+ * take seconds to get its turn.
+ */
 export const eventually = <A, R>(
   probe: Effect.Effect<A, never, R>,
   check: (value: A) => boolean,
   options: { readonly tries?: number; readonly everyMillis?: number } = {}
 ) =>
   Effect.gen(function*() {
-    const tries = options.tries ?? 400
+    const tries = options.tries ?? 3000
     let last = yield* probe
     for (let i = 0; i < tries && !check(last); i++) {
       yield* Effect.promise(() => Bun.sleep(options.everyMillis ?? 10))
