@@ -6,18 +6,30 @@ cd "$(dirname "$0")/.."
 bun run build
 work=$(mktemp -d)
 db="$work/smoke.db"
-port=$((20000 + RANDOM % 20000))
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 ./dist/survey-service import test/fixtures/smoke.json --db "$db"
-LOG_FORMAT=json ./dist/survey-service serve --port "$port" --db "$db" >"$work/server.log" 2>&1 &
-pid=$!
 
-for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
-  sleep 0.1
+# Serves on a random port until /healthz answers (at most 60 s), or gives up when the process ends:
+# another program may hold the port, so up to three ports are tried. The server's log is shown on failure.
+up=false
+for _attempt in 1 2 3; do
+  port=$((20000 + RANDOM % 20000))
+  LOG_FORMAT=json ./dist/survey-service serve --port "$port" --db "$db" >"$work/server.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do
+    if curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then up=true; break; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "$up" = true ] && break
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  echo "the server did not answer on port $port; its log:" >&2
+  cat "$work/server.log" >&2
 done
+[ "$up" = true ] || { echo "binary smoke test: the server never answered" >&2; exit 1; }
 
 body=$(curl -fs -H "Authorization: Bearer sk_test_smoke_key_0000000000" "http://127.0.0.1:$port/api/v1/surveys")
 SMOKE_BODY="$body" bun -e '
