@@ -235,12 +235,12 @@ const acquirePool = (url: Redacted.Redacted<string>, settings: PoolSettings) =>
     (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
   )
 
-/** How the service talks to PostgreSQL at `url`; `pool` as settings, or a size with the default timeout. */
+/** How the service talks to PostgreSQL at `url` through a pool with `pool`'s settings. */
 export const pgClientOptions = (
   url: Redacted.Redacted<string>,
-  pool: PoolSettings | number = DEFAULT_POOL
+  pool: PoolSettings = DEFAULT_POOL
 ): PgClient.PgClientFromPoolOptions => ({
-  acquire: acquirePool(url, typeof pool === "number" ? { ...DEFAULT_POOL, size: pool } : pool),
+  acquire: acquirePool(url, pool),
   applicationName: "survey-service",
   transformQueryNames: camelToSnake,
   transformResultNames: snakeToCamel,

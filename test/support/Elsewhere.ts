@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { AppConfig } from "../../src/Config.js"
-import { pgClientOptions } from "../../src/Sql/Database.js"
+import { DEFAULT_POOL, pgClientOptions } from "../../src/Sql/Database.js"
 
 /**
  * Runs `statements` on the test's database over a connection of its own, as the operator CLI,
@@ -15,7 +15,7 @@ export const elsewhere = (...statements: ReadonlyArray<string>) =>
     const url = config.databaseUrl
     if (url !== undefined) {
       return Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(statements, (s) => sql.unsafe(s), { discard: true })).pipe(
-        Effect.provide(PgClient.layerFromPool(pgClientOptions(url, 1))),
+        Effect.provide(PgClient.layerFromPool(pgClientOptions(url, { ...DEFAULT_POOL, size: 1 }))),
         Effect.orDie
       )
     }
@@ -41,7 +41,7 @@ export const elsewhereRows = (statement: string) =>
     const url = config.databaseUrl
     if (url !== undefined) {
       return Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<Record<string, unknown>>(statement)).pipe(
-        Effect.provide(PgClient.layerFromPool(pgClientOptions(url, 1))),
+        Effect.provide(PgClient.layerFromPool(pgClientOptions(url, { ...DEFAULT_POOL, size: 1 }))),
         Effect.orDie
       )
     }
