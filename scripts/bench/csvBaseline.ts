@@ -9,7 +9,7 @@
  *   bun scripts/bench/csvBaseline.ts DB_PATH SURVEY_ID OUT_FILE
  */
 import { Database } from "bun:sqlite"
-import { csvLine, type CsvQuestion, headerOf, isFreeText, rowLine } from "../../src/Responses/CsvText.js"
+import { csvLine, type CsvQuestion, type CsvRowReads, headerOf, isFreeText, rowLine } from "../../src/Responses/CsvText.js"
 import { peakRssMb } from "./support.js"
 
 const [dbPath, surveyId, outFile] = process.argv.slice(2)
@@ -30,6 +30,16 @@ const next = db.prepare(`${select} AND (r.created_at, r.id) > (?, ?) ORDER BY r.
 const params = [...questions.map((q) => q.id), surveyId]
 
 const text = (v: unknown) => (typeof v === "string" ? v : v === null ? "" : String(v))
+const orNull = (v: unknown) => (typeof v === "string" || v === null ? v : String(v))
+// The cells as they come, unchecked (the export checks each one's type).
+const reads: CsvRowReads<Array<unknown>> = {
+  id: (row) => text(row[0]),
+  externalUserId: (row) => orNull(row[1]),
+  completed: (row) => row[2] === 1,
+  completedAt: (row) => orNull(row[3]),
+  createdAt: (row) => text(row[4]),
+  answer: (row, i) => orNull(row[5 + i])
+}
 
 const start = performance.now()
 const cpuStart = process.cpuUsage()
@@ -44,7 +54,7 @@ let after: [string, string] | null = null
 while (true) {
   const page = (after === null ? first.values(...params) : next.values(...params, ...after)) as Array<Array<unknown>>
   let out = ""
-  for (const row of page) out += rowLine(surveyId, freeText, row)
+  for (const row of page) out += rowLine(reads, surveyId, freeText, row)
   rows += page.length
   bytes += out.length
   write(out)

@@ -2,8 +2,17 @@ import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { parseStoredOptions, StoredOptions, StoredQuestionType } from "../Domain/Question.js"
 import { Reader } from "../Sql/Reader.js"
-import { analyticsSnapshotSql, storedCountersSql } from "./SnapshotSql.js"
-import { column, num, oneOf, rowShape, type Row, text } from "../Sql/Rows.js"
+import {
+  analyticsSnapshotSql,
+  numbersBranch,
+  optionsBranch,
+  questionCountersBranch,
+  questionsBranch,
+  reachBranch,
+  storedCountersSql,
+  surveyBranch
+} from "./SnapshotSql.js"
+import { column, named, num, oneOf, rowShape, type Row, text } from "../Sql/Rows.js"
 import {
   type Aggregates,
   type Contribution,
@@ -13,7 +22,7 @@ import {
   type ResponseInput
 } from "./Compute.js"
 import { positional, readSettled } from "../Sql/Dialect.js"
-import { SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
+import { ResponseId, responseId as brandResponseId, SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 
 const chunk = 500
 
@@ -35,9 +44,9 @@ const toDef = (row: typeof QuestionDefRow.Type): QuestionDef => ({
   options: row.options
 })
 
-const ContributionRow = Schema.Struct({ responseId: Schema.String, surveyId: SurveyId, contribution: ContributionJson })
+const ContributionRow = Schema.Struct({ responseId: ResponseId, surveyId: SurveyId, contribution: ContributionJson })
 const decodeContributions = Schema.decodeUnknown(Schema.Array(ContributionRow))
-const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: Schema.String, surveyId: SurveyId })
+const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: ResponseId, surveyId: SurveyId })
 const decodeChanges = Schema.decodeUnknown(Schema.Array(ChangeRow))
 const decodeSignatures = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ surveyId: SurveyId, signature: Schema.String }))
@@ -52,13 +61,13 @@ const parseValues = (text: unknown): ReadonlyArray<string> => {
 
 /** An answer as analytics reads it: its values only, the survey's questions are read apart. */
 const AnswerValuesColumns = rowShape({
-  responseId: column.text("response_id"),
+  responseId: column.map(column.text("response_id"), brandResponseId),
   questionId: column.text("question_id"),
   values: column.map(column.nullableText("\"values\""), parseValues)
 })
 
 const responseFields = {
-  id: column.text("id"),
+  id: column.map(column.text("id"), brandResponseId),
   surveyId: column.map(column.text("survey_id"), brandSurveyId),
   completed: column.map(column.num("completed"), (completed) => completed === 1)
 }
@@ -66,65 +75,115 @@ const ResponseColumns = rowShape(responseFields)
 /** A response row of a rebuild's keyset page, with the key it is ordered by. */
 const PagedResponseColumns = rowShape({ ...responseFields, createdAt: column.text("created_at") })
 
+const SignatureColumns = rowShape({ signature: column.text("signature") })
+const PositionColumns = rowShape({ seq: column.num("seq") })
+/** The newest change, NULL while the log is empty. */
+const LatestChangeColumns = rowShape({ seq: column.nullableNum("MAX(seq) AS seq") })
+
 export interface CurrentResponse extends ResponseInput {
-  readonly id: string
+  readonly id: ResponseId
   readonly surveyId: SurveyId
 }
 
+/** Where a rebuild's keyset walk over a survey's responses stands. */
+export interface PagePosition {
+  readonly createdAt: string
+  readonly id: ResponseId
+}
+
 export interface StoredContribution {
-  readonly responseId: string
+  readonly responseId: ResponseId
   readonly surveyId: SurveyId
   readonly contribution: Contribution
 }
 
+// Each branch's cells, read by the names SnapshotSql builds its statement from.
+const surveyCells = {
+  signature: named(surveyBranch.columns, "signature", text),
+  responseCount: named(surveyBranch.columns, "response_count", num),
+  completedCount: named(surveyBranch.columns, "completed_count", num)
+}
+const reachCells = {
+  position: named(reachBranch.columns, "position", num),
+  count: named(reachBranch.columns, "count", num)
+}
+const questionCounterCells = {
+  questionId: named(questionCountersBranch.columns, "question_id", text),
+  answered: named(questionCountersBranch.columns, "answered", num),
+  textCount: named(questionCountersBranch.columns, "text_count", num),
+  numericCount: named(questionCountersBranch.columns, "numeric_count", num),
+  numericSum: named(questionCountersBranch.columns, "numeric_sum", num),
+  numericSumSquares: named(questionCountersBranch.columns, "numeric_sum_squares", num)
+}
+const optionCells = {
+  questionId: named(optionsBranch.columns, "question_id", text),
+  value: named(optionsBranch.columns, "value", text),
+  count: named(optionsBranch.columns, "count", num),
+  rankSum: named(optionsBranch.columns, "rank_sum", num)
+}
+const numberCells = {
+  questionId: named(numbersBranch.columns, "question_id", text),
+  num: named(numbersBranch.columns, "num", num),
+  count: named(numbersBranch.columns, "count", num)
+}
+const questionCells = {
+  id: named(questionsBranch.columns, "id", text),
+  type: named(questionsBranch.columns, "type", (row, index, name) => oneOf(row, index, name, StoredQuestionType.literals)),
+  position: named(questionsBranch.columns, "position", num),
+  deleted: named(questionsBranch.columns, "deleted", num),
+  options: named(questionsBranch.columns, "options", text)
+}
+const kindOf = named(surveyBranch.columns, "kind", num)
 
 /** Reads the rows of `storedCountersSql` or `analyticsSnapshotSql`. */
-const foldCounters = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
+const foldCounters = (rows: ReadonlyArray<Row>) => {
   const agg = emptyAggregates()
   const questions: Array<QuestionDef> = []
   let signature: string | null = null
   for (const row of rows) {
-    switch (num(row, 0, "kind")) {
-      case 0:
-        agg.responseCount = num(row, 3, "response_count")
-        agg.completedCount = num(row, 4, "completed_count")
-        signature = text(row, 2, "signature")
+    switch (kindOf(row)) {
+      case surveyBranch.kind:
+        agg.responseCount = surveyCells.responseCount(row)
+        agg.completedCount = surveyCells.completedCount(row)
+        signature = surveyCells.signature(row)
         break
-      case 1:
-        agg.reach.set(num(row, 3, "position"), num(row, 4, "count"))
+      case reachBranch.kind:
+        agg.reach.set(reachCells.position(row), reachCells.count(row))
         break
-      case 2:
-        agg.questions.set(text(row, 1, "question_id"), {
-          answered: num(row, 3, "answered"),
-          textCount: num(row, 4, "text_count"),
-          numericCount: num(row, 5, "numeric_count"),
-          numericSum: num(row, 6, "numeric_sum"),
-          numericSumSquares: num(row, 7, "numeric_sum_squares")
+      case questionCountersBranch.kind:
+        agg.questions.set(questionCounterCells.questionId(row), {
+          answered: questionCounterCells.answered(row),
+          textCount: questionCounterCells.textCount(row),
+          numericCount: questionCounterCells.numericCount(row),
+          numericSum: questionCounterCells.numericSum(row),
+          numericSumSquares: questionCounterCells.numericSumSquares(row)
         })
         break
-      case 3: {
-        const questionId = text(row, 1, "question_id")
+      case optionsBranch.kind: {
+        const questionId = optionCells.questionId(row)
         const map = agg.options.get(questionId) ?? new Map()
-        map.set(text(row, 2, "value"), { count: num(row, 3, "count"), rankSum: num(row, 4, "rank_sum") })
+        map.set(optionCells.value(row), { count: optionCells.count(row), rankSum: optionCells.rankSum(row) })
         agg.options.set(questionId, map)
         break
       }
-      case 4: {
-        const questionId = text(row, 1, "question_id")
+      case numbersBranch.kind: {
+        const questionId = numberCells.questionId(row)
         const map = agg.numbers.get(questionId) ?? new Map()
-        map.set(num(row, 3, "num"), num(row, 4, "count"))
+        map.set(numberCells.num(row), numberCells.count(row))
         agg.numbers.set(questionId, map)
         break
       }
-      case 5:
+      case questionsBranch.kind:
         questions.push({
-          id: text(row, 1, "id"),
-          type: oneOf(row, 2, "type", StoredQuestionType.literals),
-          position: num(row, 3, "position"),
-          deleted: num(row, 4, "deleted") !== 0,
-          options: parseStoredOptions(text(row, 8, "options"))
+          id: questionCells.id(row),
+          type: questionCells.type(row),
+          position: questionCells.position(row),
+          deleted: questionCells.deleted(row) !== 0,
+          options: parseStoredOptions(questionCells.options(row))
         })
         break
+      default:
+        throw new TypeError(`Column kind: expected one of the snapshot's branches, got ${kindOf(row)}`)
     }
   }
   return { questions, stored: { aggregates: agg, signature } }
@@ -225,7 +284,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       })
 
     const attachAnswers = (rows: ReadonlyArray<Row>, answers: ReadonlyArray<Row>): Array<CurrentResponse> => {
-      const byResponse = new Map<string, Array<{ questionId: string; values: ReadonlyArray<string> }>>()
+      const byResponse = new Map<ResponseId, Array<{ questionId: string; values: ReadonlyArray<string> }>>()
       for (const row of answers) {
         const { questionId, responseId, values } = AnswerValuesColumns.read(row)
         const list = byResponse.get(responseId) ?? []
@@ -235,13 +294,13 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       return rows.map(ResponseColumns.read).map((r) => ({ ...r, answers: byResponse.get(r.id) ?? [] }))
     }
 
-    const answersOf = (ids: ReadonlyArray<string>) =>
+    const answersOf = (ids: ReadonlyArray<ResponseId>) =>
       ids.length === 0
         ? Effect.succeed([])
         : sql`SELECT ${sql.literal(AnswerValuesColumns.columns)} FROM answers WHERE response_id IN ${sql.in(ids)}`.values
 
     /** Responses as they are now, with their answers; missing ids are left out. */
-    const currentResponses = (ids: ReadonlyArray<string>) =>
+    const currentResponses = (ids: ReadonlyArray<ResponseId>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
         Effect.gen(function*() {
           const rows = yield* sql`SELECT ${sql.literal(ResponseColumns.columns)} FROM responses
@@ -250,7 +309,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         })).pipe(Effect.map(Arr.flatten))
 
     /** One keyset page of a survey's responses with their answers, for a rebuild. */
-    const responsePage = (surveyId: SurveyId, after: { readonly createdAt: string; readonly id: string } | null, limit: number) =>
+    const responsePage = (surveyId: SurveyId, after: PagePosition | null, limit: number) =>
       Effect.gen(function*() {
         const rows = yield* sql`SELECT ${sql.literal(PagedResponseColumns.columns)} FROM responses
           WHERE survey_id = ${surveyId}
@@ -264,7 +323,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         return { responses: attachAnswers(rows, yield* answersOf(ids)), next }
       })
 
-    const contributionsOf = (ids: ReadonlyArray<string>) =>
+    const contributionsOf = (ids: ReadonlyArray<ResponseId>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
         sql`SELECT response_id, survey_id, contribution FROM analytics_contributions
             WHERE response_id IN ${sql.in(part)}`.pipe(Effect.flatMap(decodeContributions))).pipe(
@@ -282,7 +341,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         } ON CONFLICT (response_id) DO UPDATE SET survey_id = excluded.survey_id,
           contribution = excluded.contribution`, { discard: true })
 
-    const deleteContributions = (ids: ReadonlyArray<string>) =>
+    const deleteContributions = (ids: ReadonlyArray<ResponseId>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
         sql`DELETE FROM analytics_contributions WHERE response_id IN ${sql.in(part)}`, { discard: true })
 
@@ -294,20 +353,25 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       Effect.map(reader.values(analyticsSnapshotSql, [surveyId]), foldCounters)
 
     const storedSignature = (surveyId: SurveyId) =>
-      sql<{ signature: string }>`SELECT signature FROM analytics_surveys WHERE survey_id = ${surveyId}`.pipe(
-        Effect.map((rows) => rows[0]?.signature ?? null)
+      Effect.map(
+        sql`SELECT ${sql.literal(SignatureColumns.columns)} FROM analytics_surveys WHERE survey_id = ${surveyId}`.values,
+        (rows) => (rows[0] === undefined ? null : SignatureColumns.at.signature(rows[0]))
       )
 
     // Read at the start of the aggregator's transaction: on PostgreSQL the row stays locked until it
     // commits, so two processes never apply the same changes (on SQLite the transaction holds the
     // write lock from its start).
-    const position = sql.onDialectOrElse({
-      pg: () => sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1 FOR UPDATE`,
-      orElse: () => sql<{ seq: number }>`SELECT seq FROM analytics_position WHERE id = 1`
-    }).pipe(Effect.map((rows) => rows[0]?.seq ?? 0))
+    const position = Effect.map(
+      sql.onDialectOrElse({
+        pg: () => sql`SELECT ${sql.literal(PositionColumns.columns)} FROM analytics_position WHERE id = 1 FOR UPDATE`.values,
+        orElse: () => sql`SELECT ${sql.literal(PositionColumns.columns)} FROM analytics_position WHERE id = 1`.values
+      }),
+      (rows) => (rows[0] === undefined ? 0 : PositionColumns.at.seq(rows[0]))
+    )
     const setPosition = (seq: number) => sql`UPDATE analytics_position SET seq = ${seq} WHERE id = 1 AND seq < ${seq}`
-    const latestChange = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM response_changes`.pipe(
-      Effect.map((rows) => rows[0]?.seq ?? 0)
+    const latestChange = Effect.map(
+      sql`SELECT ${sql.literal(LatestChangeColumns.columns)} FROM response_changes`.values,
+      (rows) => (rows[0] === undefined ? 0 : LatestChangeColumns.at.seq(rows[0]) ?? 0)
     )
     /** Drops consumed changes: the aggregator is the log's only reader, and its position only grows. */
     const pruneChanges = (upTo: number) => sql`DELETE FROM response_changes WHERE seq <= ${upTo}`

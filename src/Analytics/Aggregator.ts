@@ -4,7 +4,7 @@ import { JobLeases } from "../Background/JobLeases.js"
 import { periodically, traced } from "../Background/Supervise.js"
 import type { SurveyId } from "../Domain/Ids.js"
 import { aggregatorLag } from "../Telemetry/Metrics.js"
-import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
+import { AggregateRepo, type PagePosition, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
 
 /** An operator asked to rebuild a survey that does not exist. */
@@ -36,7 +36,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         const questions = yield* repo.questionsOf(surveyId)
         const byId = new Map(questions.map((q) => [q.id, q]))
         const agg = emptyAggregates()
-        let after: { readonly createdAt: string; readonly id: string } | null = null
+        let after: PagePosition | null = null
         let responses = 0
         while (true) {
           const page: Page = yield* repo.responsePage(surveyId, after, rebuildPage)

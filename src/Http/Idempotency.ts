@@ -5,6 +5,7 @@ import { createHash } from "node:crypto"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { InvalidRequest } from "../Domain/Errors.js"
+import { column, rowShape } from "../Sql/Rows.js"
 
 /** How long the first answer to a request with an `Idempotency-Key` is kept (v1-extensions §X2.4). */
 export const IDEMPOTENCY_WINDOW_MILLIS = 24 * 3_600_000
@@ -67,6 +68,13 @@ export const idempotencyKeyOf = (header: string | undefined): Either.Either<Opti
     ? Either.right(Option.some(header))
     : Either.left(invalidKey("expected 1 to 255 printable ASCII characters"))
 
+/** The stored first answer to a key, as read back for a repeat. */
+const StoredAnswer = rowShape({
+  requestHash: column.text("request_hash"),
+  status: column.num("status"),
+  body: column.text("body")
+})
+
 /** A stored or fresh answer: the status and the exact body text. */
 export interface Answer {
   readonly status: number
@@ -105,7 +113,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
     const sql = yield* SqlClient.SqlClient
 
     const claim = (scope: string, key: string, hash: string, now: number) =>
-      sql<{ readonly scope: string }>`INSERT INTO idempotency_keys
+      sql`INSERT INTO idempotency_keys
           (scope, idempotency_key, request_hash, status, body, created_at)
         VALUES (${scope}, ${key}, ${hash}, 0, '', ${now})
         ON CONFLICT (scope, idempotency_key) DO UPDATE SET
@@ -134,11 +142,10 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
             WHERE scope = ${scope} AND idempotency_key = ${key}`.pipe(Effect.orDie)
           return { ...answer, replayed: false }
         }
-        const stored = yield* sql<{ readonly requestHash: string; readonly status: number; readonly body: string }>`
-          SELECT request_hash, status, body FROM idempotency_keys
-          WHERE scope = ${scope} AND idempotency_key = ${key}`.pipe(Effect.orDie)
-        const first = stored[0]
-        if (first === undefined) return yield* Effect.dieMessage("idempotency key neither claimed nor stored")
+        const stored = yield* sql`SELECT ${sql.literal(StoredAnswer.columns)} FROM idempotency_keys
+          WHERE scope = ${scope} AND idempotency_key = ${key}`.values.pipe(Effect.orDie)
+        if (stored[0] === undefined) return yield* Effect.dieMessage("idempotency key neither claimed nor stored")
+        const first = StoredAnswer.read(stored[0])
         if (first.requestHash !== input.request) {
           return yield* invalidKey("this key was used in the last 24 hours for another request")
         }

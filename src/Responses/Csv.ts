@@ -2,8 +2,9 @@ import { HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { ResponseStatusFilter } from "../Domain/Response.js"
-import { csvLine, type CsvQuestion, headerOf, isFreeText, rowLine } from "./CsvText.js"
+import { csvLine, type CsvQuestion, type CsvRowReads, headerOf, isFreeText, rowLine } from "./CsvText.js"
 import { positional } from "../Sql/Dialect.js"
+import { column, nullableText, type Row, rowShape } from "../Sql/Rows.js"
 
 /**
  * The CSV export of decisions §6: RFC 4180 (comma, CRLF, quotes doubled), UTF-8 without BOM,
@@ -36,15 +37,35 @@ interface Position {
   readonly id: string
 }
 
+/** A response's own columns of an export row; one answer per question follows them. */
+const ExportColumns = rowShape({
+  id: column.text("r.id"),
+  externalUserId: column.nullableText("r.external_user_id"),
+  completed: column.map(column.num("r.completed"), (completed) => completed === 1),
+  completedAt: column.nullableText("r.completed_at"),
+  createdAt: column.text("r.created_at")
+})
+const answersFrom = Object.keys(ExportColumns.fields).length
+
+/** The export's reads: typed, each naming its column when a cell holds something else. */
+const exportReads = (questions: ReadonlyArray<CsvQuestion>): CsvRowReads<Row> => {
+  const names = questions.map((q) => `answers.value (${q.id})`)
+  return {
+    ...ExportColumns.at,
+    answer: (row, i) => nullableText(row, answersFrom + i, names[i] ?? "answers.value")
+  }
+}
+
 /** The export as a byte stream, one chunk per keyset page. */
 export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stream<Uint8Array> => {
   const encoder = new TextEncoder()
   const freeText = req.questions.map((q) => isFreeText(q.type))
   // One correlated lookup per question keeps each row a single result row (answers are keyed by response).
+  const reads = exportReads(req.questions)
   const cells = req.questions.map((_, i) =>
     `(SELECT value FROM answers a WHERE a.response_id = r.id AND a.question_id = ?) AS c${i}`
   )
-  const select = `SELECT r.id, r.external_user_id, r.completed, r.completed_at, r.created_at` +
+  const select = `SELECT ${ExportColumns.columns}` +
     (cells.length > 0 ? `, ${cells.join(", ")}` : "") + ` FROM responses r WHERE r.survey_id = ?` +
     (req.status === "all" ? "" : ` AND r.completed = ${req.status === "completed" ? 1 : 0}`) +
     (req.createdAfter === undefined ? "" : " AND r.created_at >= ?") +
@@ -68,16 +89,15 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
   const pages = Stream.paginateChunkEffect(Option.none<Position>(), (after) =>
     Effect.map(page(after), (rows): readonly [Chunk.Chunk<Uint8Array>, Option.Option<Option.Option<Position>>] => {
       let out = ""
-      for (const row of rows) out += rowLine(req.surveyId, freeText, row)
+      for (const row of rows) out += rowLine(reads, req.surveyId, freeText, row)
       sinceCollection += out.length
       if (sinceCollection >= collectAfterBytes) {
         sinceCollection = 0
         Bun.gc(true)
       }
       const last = rows[rows.length - 1]
-      const more = rows.length === pageSize && last !== undefined && typeof last[0] === "string" &&
-          typeof last[4] === "string"
-        ? Option.some(Option.some({ createdAt: last[4], id: last[0] }))
+      const more = rows.length === pageSize && last !== undefined
+        ? Option.some(Option.some({ createdAt: ExportColumns.at.createdAt(last), id: ExportColumns.at.id(last) }))
         : Option.none()
       return [rows.length === 0 ? Chunk.empty() : Chunk.of(encoder.encode(out)), more]
     }))

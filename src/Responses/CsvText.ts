@@ -39,17 +39,33 @@ export const headerOf = (questions: ReadonlyArray<CsvQuestion>): ReadonlyArray<s
 
 export const csvLine = (fields: ReadonlyArray<string>): string => fields.map(csvField).join(",") + "\r\n"
 
-const text = (value: unknown): string => (typeof value === "string" ? value : value === null ? "" : String(value))
+/**
+ * How the cells of an export row are read: the export reads each with a typed column read
+ * (src/Responses/Csv.ts), the raw exporter of the CSV benchmark as they come.
+ */
+export interface CsvRowReads<Row> {
+  readonly id: (row: Row) => string
+  readonly externalUserId: (row: Row) => string | null
+  readonly completed: (row: Row) => boolean
+  readonly createdAt: (row: Row) => string
+  readonly completedAt: (row: Row) => string | null
+  /** The stored value of the row's answer to the `index`th question, null when there is none. */
+  readonly answer: (row: Row, index: number) => string | null
+}
 
-/** One CSV line from a row: id, externalUserId, completed, completedAt, createdAt, then one value per question. */
-export const rowLine = (surveyId: string, freeText: ReadonlyArray<boolean>, row: ReadonlyArray<unknown>): string => {
-  let line = `${csvField(text(row[0]))},${csvField(surveyId)},${csvField(text(row[1]))},${
-    row[2] === 1 ? "true" : "false"
-  },${csvField(text(row[4]))},${csvField(text(row[3]))}`
+/** One CSV line from a row: id, externalUserId, completed, createdAt, completedAt, then one value per question. */
+export const rowLine = <Row>(
+  reads: CsvRowReads<Row>,
+  surveyId: string,
+  freeText: ReadonlyArray<boolean>,
+  row: Row
+): string => {
+  let line = `${csvField(reads.id(row))},${csvField(surveyId)},${csvField(reads.externalUserId(row) ?? "")},${
+    reads.completed(row) ? "true" : "false"
+  },${csvField(reads.createdAt(row))},${csvField(reads.completedAt(row) ?? "")}`
   for (let i = 0; i < freeText.length; i++) {
-    const cell = text(row[5 + i])
+    const cell = reads.answer(row, i) ?? ""
     line += "," + csvField(freeText[i] === true ? guardFormula(cell) : cell)
   }
   return line + "\r\n"
 }
-

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { AggregateRepo } from "../Analytics/AggregateRepo.js"
 import { apply, emptyAggregates } from "../Analytics/Compute.js"
-import type { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
+import { ResponseId, type SurveyId, type WorkspaceId } from "../Domain/Ids.js"
 import { EventEnvelope } from "../Events/Event.js"
 import { Outbox } from "../Events/Outbox.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
@@ -11,7 +11,7 @@ const chunk = 500
 
 /** A response about to be deleted, with what its `response.deleted` event and the clean-up need. */
 const Doomed = Schema.Struct({
-  id: Schema.String,
+  id: ResponseId,
   surveyId: Schema.String,
   workspaceId: Schema.String,
   externalUserId: Schema.NullOr(Schema.String)
@@ -51,7 +51,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
     const lockedRows = sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF r`, orElse: () => sql`` })
 
     /** Subtracts what the responses contributed to their surveys' stored counters. */
-    const subtractContributions = (ids: ReadonlyArray<string>) =>
+    const subtractContributions = (ids: ReadonlyArray<ResponseId>) =>
       Effect.gen(function*() {
         const former = yield* aggregates.contributionsOf(ids)
         for (const rows of Object.values(Arr.groupBy(former, (f) => f.surveyId))) {
@@ -79,7 +79,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
               WHERE survey_id = ${surveyId} AND response_id IS NULL AND type IN ${sql.in(responseEventTypes)}`.pipe(
             Effect.flatMap(decodeStoredEvents)
           )).pipe(Effect.map(Arr.flatten))
-        const wanted = new Set(ids)
+        const wanted = new Set<string>(ids)
         for (const event of [...linked, ...unlinked]) {
           const responseId = event.payload.data["responseId"]
           if (typeof responseId !== "string" || !wanted.has(responseId)) continue

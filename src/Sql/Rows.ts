@@ -57,6 +57,21 @@ export const oneOf = <const L extends ReadonlyArray<string>>(
   throw shapeError(name, literals.join(" | "), value)
 }
 
+/**
+ * The reader of the cell named `name` in a statement's column names (`null` for a column nobody
+ * reads), for statements whose rows have no one shape: the index is found once, from the same
+ * list the statement was built from. A name the list does not have is a defect at once.
+ */
+export const named = <A>(
+  names: ReadonlyArray<string | null>,
+  name: string,
+  cell: (row: Row, index: number, name: string) => A
+): (row: Row) => A => {
+  const index = names.indexOf(name)
+  if (index < 0) throw new Error(`No column ${name} among ${names.join(", ")}`)
+  return (row) => cell(row, index, name)
+}
+
 /** A column read by `cell` at its index. */
 const cellAt = <A>(cell: (row: Row, index: number, name: string) => A) => (index: number, name: string) => (row: Row) =>
   cell(row, index, name)
