@@ -5,7 +5,7 @@ import type { FixtureInput } from "../src/Fixtures/Fixture.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
-import { elsewhereRows } from "./support/Elsewhere.js"
+import { elsewhereRows, quotaRowsElsewhere } from "./support/Elsewhere.js"
 import { cli, polled, PROCESS_TEST_TIMEOUT, request, type ServeProcess, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
@@ -157,7 +157,10 @@ describe("two serve processes on one database", () => {
       )
       expect(statuses.filter((s) => s === 200)).toHaveLength(50)
       expect(statuses.filter((s) => s === 429)).toHaveLength(150)
-      expect(yield* count(db, "SELECT SUM(count) AS n FROM usage_daily WHERE account_id = 'acc_crowd'")).toBe(50)
+      const stored = yield* quotaRowsElsewhere("SELECT SUM(count) AS n FROM usage_daily WHERE account_id = 'acc_crowd'").pipe(
+        Effect.provide(db.config)
+      )
+      expect(Schema.decodeUnknownSync(Count)(stored[0]).n).toBe(50)
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 
   it.live("a delivery held by a process killed with SIGKILL is taken over by the other once its lease runs out", () =>

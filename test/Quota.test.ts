@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Usage } from "../src/Quota/Api.js"
+import { quotaFilePath } from "../src/Quota/QuotaFile.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { type Answered, bodyOf, get, TestServer, testDatabase } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
@@ -139,31 +140,36 @@ layer(TestServer(quotaFixture))("concurrency", (it) => {
 const dir = mkdtempSync(join(tmpdir(), "quota-busy-"))
 const file = join(dir, "survey.db")
 
-// SQLite only: another connection holding SQLite's one write lock past the busy timeout. PostgreSQL
-// locks rows, not the database, and a lost PostgreSQL is tested in test/DatabaseLost.test.ts.
-describe.skipIf(testDatabase === "postgres")("503 when the store stays busy", () => {
+// SQLite only: another connection holding the quota file's one write lock past the busy timeout.
+// PostgreSQL locks rows, not the database, and a lost PostgreSQL is tested in test/DatabaseLost.test.ts.
+describe.skipIf(testDatabase === "postgres")("on SQLite the counts live in a file of their own", () => {
   layer(
     Layer.merge(
       TestServer(quotaFixture, { databasePath: file, sqliteBusyTimeoutMs: 100 }),
       Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
     )
   )((it) => {
-    it.effect("the responses list and /usage answer 503 while another connection holds the write lock; a retry succeeds", () =>
+    const storedIn = (path: string) => {
+      const reader = new Database(path, { readonly: true })
+      try {
+        return reader.query("SELECT COALESCE(SUM(count), 0) AS n FROM usage_daily").get()
+      } finally {
+        reader.close()
+      }
+    }
+    const stored = () => storedIn(quotaFilePath(file))
+    /** The number SQLite moves whenever another connection commits to the main file. */
+    const mainVersion = (watcher: Database) => watcher.query("PRAGMA data_version").get()
+
+    it.effect("the responses list and /usage answer 503 while another connection holds the quota file's write lock; a retry succeeds", () =>
       Effect.gen(function*() {
         const before = yield* get("/api/v1/usage", QUOTA_TOKENS.colleague)
         expect(usageOf(before).usedToday).toBe(1)
-        const stored = () => {
-          const reader = new Database(file, { readonly: true })
-          try {
-            return reader.query("SELECT COALESCE(SUM(count), 0) AS n FROM usage_daily").get()
-          } finally {
-            reader.close()
-          }
-        }
-        // Counted requests are stored before they are answered.
+        // Counted requests are stored before they are answered, in the quota file and not in the main file.
         expect(stored()).toEqual({ n: 1 })
+        expect(storedIn(file)).toEqual({ n: 0 })
 
-        const holder = new Database(file)
+        const holder = new Database(quotaFilePath(file))
         holder.exec("BEGIN IMMEDIATE")
         holder.exec("INSERT INTO usage_daily (account_id, day, count) VALUES ('acc_lock', '2000-01-01', 1)")
         try {
@@ -188,6 +194,33 @@ describe.skipIf(testDatabase === "postgres")("503 when the store stays busy", ()
         // The 503s counted nowhere: 1 before, the list after the lock and this call.
         expect(usageOf(retry).usedToday).toBe(3)
         expect(stored()).toEqual({ n: 3 })
+      }))
+
+    it.effect("counting a request neither needs the main file's write lock nor commits to the main file", () =>
+      Effect.gen(function*() {
+        const start = usageOf(yield* get("/api/v1/usage", QUOTA_TOKENS.crowd)).usedToday
+        const watcher = new Database(file, { readonly: true })
+        const holder = new Database(file)
+        try {
+          const version = mainVersion(watcher)
+          // Another connection holds the main file's write lock meanwhile: reads and their counts go on.
+          holder.exec("BEGIN IMMEDIATE")
+          try {
+            for (let i = 0; i < 3; i++) {
+              const list = yield* get("/api/v1/surveys/srv_q/responses", QUOTA_TOKENS.crowd)
+              expect(list.status).toBe(200)
+            }
+          } finally {
+            holder.exec("ROLLBACK")
+          }
+          const usage = yield* get("/api/v1/usage", QUOTA_TOKENS.crowd)
+          expect(usageOf(usage).usedToday).toBe(start + 4)
+          // Nothing was committed to the main file by the four counted requests.
+          expect(mainVersion(watcher)).toEqual(version)
+        } finally {
+          holder.close()
+          watcher.close()
+        }
       }))
   })
 })

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ApiKeyContext, QuotaPlan } from "../src/Auth/CurrentKey.js"
 import { RateLimiter } from "../src/Quota/RateLimiter.js"
-import { elsewhereRows } from "./support/Elsewhere.js"
+import { quotaRowsElsewhere } from "./support/Elsewhere.js"
 import { TestConfig, TestDatabase } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
 import { WorkspaceId } from "../src/Domain/Ids.js"
@@ -186,10 +186,10 @@ describe("RateLimiter storage", () => {
         const config = Effect.provide(TestConfig({ databasePath: file }))
         return {
           daily: yield* config(
-            elsewhereRows("SELECT day, count FROM usage_daily WHERE account_id = 'acc_durable' AND count > 0 ORDER BY day")
+            quotaRowsElsewhere("SELECT day, count FROM usage_daily WHERE account_id = 'acc_durable' AND count > 0 ORDER BY day")
           ),
           burst: (yield* config(
-            elsewhereRows("SELECT COALESCE(SUM(count), 0) AS n FROM usage_burst WHERE account_id = 'acc_durable'")
+            quotaRowsElsewhere("SELECT COALESCE(SUM(count), 0) AS n FROM usage_burst WHERE account_id = 'acc_durable'")
           ))[0]
         }
       })

@@ -15,6 +15,7 @@
  * Usage: bun scripts/bench/baseline.ts --port 8081 --db path/to/survey.db
  */
 import { Database, type Statement } from "bun:sqlite"
+import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { analyticsSnapshotSql } from "../../src/Analytics/SnapshotSql.js"
 import { accessGenerationSql, keyLookupSql } from "../../src/Auth/KeyLookupSql.js"
@@ -23,6 +24,7 @@ import { randomBase62 } from "../../src/Domain/Ids.js"
 import { AccountUsage, type RateLimitHeaders } from "../../src/Quota/AccountUsage.js"
 import { medianOf } from "../../src/Analytics/Median.js"
 import { nextUtcMidnight, utcDay, utcMonth } from "../../src/Quota/Calendar.js"
+import { addBurstSql, addDailySql, openQuotaFile, quotaFilePath } from "../../src/Quota/QuotaFile.js"
 
 interface Key {
   readonly id: string
@@ -213,29 +215,29 @@ const authenticate = (request: Request, requestId: string): Key => {
 // UTC day and month), each account loaded once from the usage tables; counted requests written
 // behind every 500 ms in one transaction with the same SQL, so a crash loses at most that much.
 // While a write fails, requests answer 503 and count nowhere, as in the service.
+// The usage tables are in the quota file beside the database file, as the service keeps them
+// (src/Quota/QuotaFile.ts): a write there leaves the page cache of the connection that reads the
+// responses alone. `survey-service migrate` creates it; the benchmark runs that first.
+
+if (!existsSync(quotaFilePath(args.db))) throw new Error(`${quotaFilePath(args.db)} is missing: run survey-service migrate first`)
+const quota = openQuotaFile(args.db, 5000).db
 
 const FLUSH_EVERY_MS = 500
 const PRUNE_EVERY_MS = 10_000
 const windowMsOf = (plan: Plan) => plan.burstWindowMinutes * 60_000
 
-const dayCountOf = db.query<{ count: number }, [string, string]>(
+const dayCountOf = quota.query<{ count: number }, [string, string]>(
   "SELECT count FROM usage_daily WHERE account_id = ? AND day = ?"
 )
-const monthCountOf = db.query<{ count: number }, [string, string, string]>(
+const monthCountOf = quota.query<{ count: number }, [string, string, string]>(
   "SELECT COALESCE(SUM(count), 0) AS count FROM usage_daily WHERE account_id = ? AND day >= ? AND day <= ?"
 )
-const burstRowsOf = db.query<{ at_ms: number; count: number }, [string, number]>(
+const burstRowsOf = quota.query<{ at_ms: number; count: number }, [string, number]>(
   "SELECT at_ms, count FROM usage_burst WHERE account_id = ? AND at_ms > ? ORDER BY at_ms"
 )
-const addDay = db.query<unknown, [string, string, number]>(
-  `INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, ?)
-   ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`
-)
-const addStamp = db.query<unknown, [string, number, number]>(
-  `INSERT INTO usage_burst (account_id, at_ms, count) VALUES (?, ?, ?)
-   ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
-)
-const pruneBurst = db.query<unknown, [string, number]>("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
+const addDay = quota.query<unknown, [string, string, number]>(addDailySql)
+const addStamp = quota.query<unknown, [string, number, number]>(addBurstSql)
+const pruneBurst = quota.query<unknown, [string, number]>("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
 
 const accounts = new Map<string, AccountUsage>()
 let unwritten: Array<{ accountId: string; at: number; windowMs: number }> = []
@@ -260,7 +262,7 @@ const accountOf = (accountId: string, plan: Plan) => {
   return usage
 }
 
-const record = db.transaction((batch: ReadonlyArray<{ accountId: string; at: number; windowMs: number }>, now: number) => {
+const record = quota.transaction((batch: ReadonlyArray<{ accountId: string; at: number; windowMs: number }>, now: number) => {
   const days = new Map<string, { accountId: string; day: string; count: number }>()
   const stamps = new Map<string, { accountId: string; at: number; count: number }>()
   const windows = new Map<string, number>()

@@ -16,6 +16,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameS
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, DEEP_SURVEY, DEEP_TOKEN, deepPosition, surveyId, writeDataset } from "./Dataset.js"
+import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
 
 const { values: flags } = parseArgs({
   options: {
@@ -193,6 +194,9 @@ const resetPeak = (pid: number) => {
 
 // ---------------------------------------------------------------------------------------------
 
+/** The files of a SQLite database of the service: the main file, the request quota's file beside it, and their WAL. */
+const databaseFiles = ["", "-wal", "-shm", "-quota", "-quota-wal", "-quota-shm"]
+
 const prepareDatabase = async () => {
   const stamp = createHash("sha256")
     .update(readFileSync(join(import.meta.dir, "Dataset.ts")))
@@ -220,13 +224,16 @@ const prepareDatabase = async () => {
     // service finds nothing to aggregate while it is measured.
     run([binary, "analytics", "rebuild", "--db", scratch])
     const t2 = performance.now()
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(db + suffix, { force: true })
-    // Checkpoint so that the copy is one self-contained file.
+    for (const suffix of databaseFiles) rmSync(db + suffix, { force: true })
+    // Checkpoint so that the copy is one self-contained file (and its quota file another).
     const { Database } = await import("bun:sqlite")
-    const handle = new Database(scratch)
-    handle.exec("PRAGMA wal_checkpoint(TRUNCATE)")
-    handle.close()
+    for (const file of [scratch, quotaFilePath(scratch)]) {
+      const handle = new Database(file)
+      handle.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+      handle.close()
+    }
     renameSync(scratch, db)
+    renameSync(quotaFilePath(scratch), quotaFilePath(db))
     console.log(
       `dataset: generated ${files.length} fixture files in ${((t1 - t0) / 1000).toFixed(1)} s, ` +
         `imported with \`survey-service import\` in ${((t2 - t1) / 1000).toFixed(1)} s -> ${db}`
@@ -394,8 +401,9 @@ const copiesOf = (db: string, work: string) => {
   const project = join(work, "project.db")
   const baseline = join(work, "baseline.db")
   for (const target of [project, baseline]) {
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(target + suffix, { force: true })
+    for (const suffix of databaseFiles) rmSync(target + suffix, { force: true })
     copyFileSync(db, target)
+    copyFileSync(quotaFilePath(db), quotaFilePath(target))
   }
   return { project, baseline }
 }

@@ -1,12 +1,14 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Database } from "bun:sqlite"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
 import { isDatabaseUnavailable, isSqliteBusy } from "../Sql/Busy.js"
+import { dialectOf } from "../Sql/Dialect.js"
 import { nullableNum, num } from "../Sql/Rows.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
+import { addBurstSql, addDailySql, openQuotaFile, quotaFilePath } from "./QuotaFile.js"
+import { mainFilePath, takeOverMainCounts } from "./TakeOver.js"
 
 /** One counted request on its way to the store. */
 export interface CountedRequest {
@@ -199,25 +201,39 @@ export const UsageStoreSql = Layer.effect(
 )
 
 /**
- * Counters in the SQLite file through a connection of the limiter's own, whose transaction runs
+ * Counters in the quota file beside the SQLite file (src/Quota/QuotaFile.ts), so that the quota's
+ * commits neither take the main file's write lock nor drop its readers' cached pages, through a
+ * connection of the limiter's own, whose transaction runs
  * start to end in one synchronous call: prepared statements without the client's per-statement
  * machinery (50–150 µs each on this stack, where these cost a few), and no other fiber of this
  * process can find the write lock held halfway. SQLite waits for a lock by blocking the process's
  * only thread, so this connection waits at most 2 ms at a time and then lets the process's other
  * fibers run (one of them may hold the lock) before it tries again, until the busy timeout is spent.
  */
-const sqliteFileStore = (path: string, busyTimeoutMs: number) =>
+const sqliteFileStore = (databasePath: string, busyTimeoutMs: number) =>
   Effect.gen(function*() {
-    const db = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const db = new Database(path, { readwrite: true, create: false })
-        db.exec(`PRAGMA busy_timeout = ${WAIT_MS}`)
-        // As the service's own connection (src/Sql/Database.ts): crash-safe in WAL without a sync per commit.
-        db.exec("PRAGMA synchronous = NORMAL")
-        return db
-      }),
-      (db) => Effect.sync(() => db.close())
+    const { db, existed } = yield* Effect.acquireRelease(
+      Effect.sync(() => openQuotaFile(databasePath, busyTimeoutMs)),
+      ({ db }) => Effect.sync(() => db.close())
     )
+    if (!existed) {
+      // Migration 0013 created the file: it went missing since (deleted, or the main file was
+      // restored or copied without it).
+      yield* Effect.logWarning(
+        `The request quota file ${quotaFilePath(databasePath)} was missing and was created anew: ` +
+          "the request counts stored in it are lost, and the current day, month and burst window are counted " +
+          "again from zero (or from what an earlier version left in the database file). " +
+          "To keep them, stop the service and restore the file from the backup taken with the database file."
+      )
+    }
+    const now = yield* Clock.currentTimeMillis
+    const taken = yield* Effect.orDie(takeOverMainCounts(db, now, false))
+    if (taken.daily > 0 || taken.burst > 0) {
+      yield* Effect.logInfo(
+        `Took over ${taken.daily} request counts written to the database file's usage tables by an earlier version`
+      )
+    }
+    db.exec(`PRAGMA busy_timeout = ${WAIT_MS}`)
     const lastPruned = new Map<string, number>()
     const dayCount = db.query("SELECT count FROM usage_daily WHERE account_id = ? AND day = ?")
     const monthCount = db.query(
@@ -230,10 +246,8 @@ const sqliteFileStore = (path: string, busyTimeoutMs: number) =>
         (SELECT COALESCE(SUM(count), 0) FROM usage_burst WHERE account_id = ?1 AND at_ms > ?5)`)
     const lockDay = db.query(`INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, 0)
       ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count RETURNING count`)
-    const addDay = db.query(`INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, ?)
-      ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`)
-    const addStamp = db.query(`INSERT INTO usage_burst (account_id, at_ms, count) VALUES (?, ?, ?)
-      ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`)
+    const addDay = db.query(addDailySql)
+    const addStamp = db.query(addBurstSql)
     const pruneStamps = db.query("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
 
     const loadNow = (accountId: string, now: number, windowMs: number): StoredUsage => {
@@ -315,16 +329,19 @@ const sqliteFileStore = (path: string, busyTimeoutMs: number) =>
   })
 
 /**
- * The counters in the service's database: on a SQLite file through the limiter's own connection,
- * otherwise (PostgreSQL, an in-memory SQLite database) through the service's client.
+ * The counters: on a SQLite file in the quota file beside it, through the limiter's own connection
+ * (at start it takes over what an earlier version counted in the main file since, see
+ * src/Quota/TakeOver.ts); on PostgreSQL and in an in-memory SQLite database (one connection, no
+ * other reader to disturb) in the service's database, through the service's client.
  */
 export const UsageStoreLive = Layer.unwrapScoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
-    const sqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
-    if (!sqlite || config.databasePath === ":memory:") return UsageStoreSql
-    const store = yield* sqliteFileStore(config.databasePath, config.sqliteBusyTimeoutMs ?? 5000)
+    if (dialectOf(sql) !== "sqlite") return UsageStoreSql
+    const path = yield* Effect.orDie(mainFilePath)
+    if (path === undefined) return UsageStoreSql
+    const store = yield* sqliteFileStore(path, config.sqliteBusyTimeoutMs ?? 5000)
     return Layer.succeed(UsageStore, store)
   })
 )

@@ -11,6 +11,7 @@ import ResponseDocuments from "./migrations/0009_response_documents.js"
 import WebhookOperations from "./migrations/0010_webhook_operations.js"
 import SyncAndErasure from "./migrations/0011_sync_and_erasure.js"
 import ProcessLeases from "./migrations/0012_process_leases.js"
+import QuotaFile from "./migrations/0013_quota_file.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -27,7 +28,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0009_response_documents": ResponseDocuments,
   "0010_webhook_operations": WebhookOperations,
   "0011_sync_and_erasure": SyncAndErasure,
-  "0012_process_leases": ProcessLeases
+  "0012_process_leases": ProcessLeases,
+  "0013_quota_file": QuotaFile
 }
 
 /**

@@ -3,6 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { AppConfig } from "../../src/Config.js"
+import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
 import { DEFAULT_POOL, pgClientOptions } from "../../src/Sql/Database.js"
 
 /**
@@ -36,7 +37,15 @@ const camel = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c
  * The rows of one query on the test's database over a connection of its own (see `elsewhere`),
  * column names in camelCase as the service's client gives them (write aliases in snake_case).
  */
-export const elsewhereRows = (statement: string) =>
+export const elsewhereRows = (statement: string) => rowsElsewhere(statement, (path) => path)
+
+/**
+ * `elsewhereRows` on the request quota's tables: on SQLite in the quota file beside the database
+ * file (src/Quota/QuotaFile.ts), on PostgreSQL in the database.
+ */
+export const quotaRowsElsewhere = (statement: string) => rowsElsewhere(statement, quotaFilePath)
+
+const rowsElsewhere = (statement: string, fileOf: (databasePath: string) => string) =>
   Effect.flatMap(AppConfig, (config): Effect.Effect<ReadonlyArray<Record<string, unknown>>> => {
     const url = config.databaseUrl
     if (url !== undefined) {
@@ -46,7 +55,7 @@ export const elsewhereRows = (statement: string) =>
       )
     }
     return Effect.sync(() => {
-      const db = new Database(config.databasePath, { readonly: true })
+      const db = new Database(fileOf(config.databasePath), { readonly: true })
       try {
         return db.query<Record<string, unknown>, []>(statement).all().map((row) =>
           Object.fromEntries(Object.entries(row).map(([key, value]) => [camel(key), value]))
