@@ -137,11 +137,17 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   let fanned = 0
   const worthARound = Math.max(1, Math.floor(settings.perWebhook / 2))
 
-  /** One round; answers what it claimed and how long to wait before the next one unless something wakes the worker. */
+  /**
+   * One round; answers what it claimed and when the next one is due unless something wakes the
+   * worker: `atOnce`, or at `wakeAt`, the earliest time something it found becomes claimable (a
+   * time, not a wait: a round takes time, on PostgreSQL its queries wait on the network, and a
+   * wait counted from the round's end would come that much after the due time), or none when
+   * nothing is coming and only the poll looks again.
+   */
   const round = Effect.gen(function*() {
     slots.takeFinished()
     const now = yield* Clock.currentTimeMillis
-    if (drain.isDraining()) return { at: now, claimed: 0, wait: pollMillis }
+    if (drain.isDraining()) return { at: now, claimed: 0, atOnce: false, wakeAt: null }
     if (now - lastFanOut >= fanOutEvery || fanned >= settings.batch) {
       fanned = yield* repo.fanOut(now, settings.batch)
       lastFanOut = now
@@ -163,13 +169,11 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         yield* FiberSet.run(attempts, run(row))
       }
     }
-    let wait = 0
-    if (fanned < settings.batch) {
-      const next = yield* repo.nextWake(now)
-      // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
-      wait = next === null || next <= now ? pollMillis : Math.min(next - now, pollMillis)
-    }
-    return { at: now, claimed, wait }
+    // A full batch fanned out: more events may be waiting.
+    if (fanned >= settings.batch) return { at: now, claimed, atOnce: true, wakeAt: null }
+    const next = yield* repo.nextWake(now)
+    // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
+    return { at: now, claimed, atOnce: false, wakeAt: next === null || next <= now ? null : next }
   })
 
   /**
@@ -189,10 +193,12 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
 
   const loop = Effect.gen(function*() {
-    const { at, claimed, wait } = yield* round
-    const deadline = (yield* Clock.currentTimeMillis) + wait
+    const { at, atOnce, claimed, wakeAt } = yield* round
+    // The poll counts from the round's end, so that a slow round is not followed by another at once.
+    const polled = (yield* Clock.currentTimeMillis) + pollMillis
+    const deadline = atOnce ? at : wakeAt === null ? polled : Math.min(wakeAt, polled)
     if (observer !== undefined) yield* observer({ at, claimed, inFlight: slots.inFlight, sleepUntil: deadline })
-    if (wait > 0) yield* awaitWork(deadline)
+    yield* awaitWork(deadline)
   }).pipe(Effect.forever)
 
   yield* supervise("webhook delivery writer", settler, { report: writer })
