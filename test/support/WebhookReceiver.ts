@@ -13,6 +13,8 @@ export interface Receiver {
   readonly received: Effect.Effect<ReadonlyArray<Received>>
   /** Waits until at least `count` requests have arrived (a signal, not a poll); answers all of them. */
   readonly receivedAtLeast: (count: number) => Effect.Effect<ReadonlyArray<Received>>
+  /** Waits until the requests that have arrived satisfy `check` (a signal, not a poll); answers all of them. */
+  readonly receivedWhere: (check: (all: ReadonlyArray<Received>) => boolean) => Effect.Effect<ReadonlyArray<Received>>
 }
 
 /**
@@ -45,16 +47,18 @@ export const receiver = (
       (server) => Effect.promise(() => server.stop(true))
     )
     const scheme = options.tls === undefined ? "http" : "https"
+    const receivedWhere = (check: (all: ReadonlyArray<Received>) => boolean) =>
+      arrived.changes.pipe(
+        Stream.takeUntil(() => check([...log])),
+        Stream.runDrain,
+        Effect.zipRight(Effect.sync((): ReadonlyArray<Received> => [...log]))
+      )
     return {
       url: `${scheme}://127.0.0.1:${server.port}/hook`,
       port: server.port ?? 0,
       received: Effect.sync((): ReadonlyArray<Received> => [...log]),
-      receivedAtLeast: (count) =>
-        arrived.changes.pipe(
-          Stream.takeUntil((n) => n >= count),
-          Stream.runDrain,
-          Effect.zipRight(Effect.sync((): ReadonlyArray<Received> => [...log]))
-        )
+      receivedAtLeast: (count) => receivedWhere((all) => all.length >= count),
+      receivedWhere
     } satisfies Receiver
   })
 
