@@ -124,8 +124,9 @@ describe("webhook endpoint faults are recorded as failures", () => {
       yield* roundWhere((round) => round.inFlight === 2 && round.claimed === 0)
       expect(yield* hanging.receivedAtLeast(2)).toHaveLength(2)
     }).pipe(
-      Effect.provide(WebhookWorld({ maxConcurrent: 4, perWebhook: 2, attemptTimeout: Duration.minutes(5) })),
-      Effect.scoped
+      // The receivers stop first: the hanging attempts end there, and the service's drain has nothing to wait for.
+      Effect.scoped,
+      Effect.provide(WebhookWorld({ maxConcurrent: 4, perWebhook: 2, attemptTimeout: Duration.minutes(5) }))
     ))
 
   it.live("a webhook with a deep backlog does not hide other webhooks' deliveries behind its own", () =>
@@ -144,7 +145,7 @@ describe("webhook endpoint faults are recorded as failures", () => {
       yield* roundWhere((round) => round.inFlight === 4 && round.claimed === 0)
       expect(yield* hanging.receivedAtLeast(4)).toHaveLength(4)
     }).pipe(
-      Effect.provide(WebhookWorld({ perWebhook: 4, attemptTimeout: Duration.minutes(5) })),
-      Effect.scoped
+      Effect.scoped,
+      Effect.provide(WebhookWorld({ perWebhook: 4, attemptTimeout: Duration.minutes(5) }))
     ))
 })
