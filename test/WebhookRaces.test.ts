@@ -1,14 +1,31 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, TestClock } from "effect"
+import { Duration, Effect, Fiber, Option, Schema, TestClock } from "effect"
 import type * as Pg from "pg"
+import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
+import { baseFixture } from "./support/Fixtures.js"
 import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
-import { testDatabase } from "./support/TestServer.js"
+import { decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
 
 /** Until one of the service's connections waits for a lock. */
 const serviceBlocked = (observer: Pg.Client) => eventually(serviceLockWaiters(observer), (waiters) => waiters >= 1)
+
+/** Until `fiber` is done or one of the service's connections waits for a lock (as it would, blocked). */
+const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>) =>
+  eventually(
+    Effect.zip(serviceLockWaiters(observer), Fiber.poll(fiber)),
+    ([waiters, done]) => waiters >= 1 || Option.isSome(done)
+  )
+
+/** The events fanned out to a webhook, in event order. */
+const deliveredEvents = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`SELECT event_id FROM deliveries ORDER BY event_seq`.pipe(Effect.orDie)
+  return decodeAs(Schema.Array(Schema.Struct({ eventId: Schema.String })), rows).map((row) => row.eventId)
+})
 
 // PostgreSQL only: there the worker's queries wait on the network, so time passes during a round
 // (a test clock moved meanwhile stands for it). On SQLite a round's queries answer at once.
@@ -50,3 +67,36 @@ describe.runIf(testDatabase === "postgres")("the delivery worker on PostgreSQL",
     }).pipe(Effect.scoped, Effect.provide(WebhookWorld({ pollInterval: Duration.minutes(20) }))))
 })
 
+// PostgreSQL only: there an event is numbered when it is inserted and its transaction may commit
+// after a later-numbered one. On SQLite writers take turns, so the order cannot be built.
+describe.runIf(testDatabase === "postgres")("a webhook registered while an event is being written, on PostgreSQL", () => {
+  it.effect("receives every event committed after its registration, and none committed before", () =>
+    Effect.gen(function*() {
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      // A completion's transaction has written its event and not yet committed...
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(
+        holder,
+        `INSERT INTO events (id, type, workspace_id, survey_id, payload, created_at)
+         VALUES ('evt_open', 'response.completed', 'ws_a', 'srv_main', '{}', '2026-01-01T00:00:00.000Z')`
+      )
+      // ...while a later-numbered one commits.
+      yield* complete("srv_main")
+      // The webhook is registered meanwhile; the open event commits once the registration
+      // has answered or waits for it.
+      const registering = yield* Effect.fork(register("http://127.0.0.1:9/hook"))
+      yield* waitingOrDone(observer, registering)
+      const registeredFirst = Option.isSome(yield* Fiber.poll(registering))
+      yield* onOutside(holder, "COMMIT")
+      yield* Fiber.join(registering)
+      const later = yield* complete("srv_main", "ws_a", "rsp_2")
+
+      const repo = yield* DeliveryRepo
+      yield* repo.fanOut(0, 100)
+      // The open event committed after the registration only if the registration answered first.
+      expect(yield* deliveredEvents).toEqual(registeredFirst ? ["evt_open", later.id] : [later.id])
+      // Here the registration waits for the open event: that event predates the webhook.
+      expect(registeredFirst).toBe(false)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+})

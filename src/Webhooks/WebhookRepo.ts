@@ -121,7 +121,16 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
           yield* sql`DELETE FROM webhook_event_types WHERE webhook_id = ${id}`
         } else {
           id = asWebhookId(makeId("whk"))
-          // Events already in the outbox predate this webhook and are not sent to it.
+          // The webhook receives the events committed after it: those already committed predate it.
+          // PostgreSQL numbers an event at insert, not at commit, so one still being written may hold
+          // a number below the highest committed one. The registration waits for the transactions
+          // still writing events and holds new ones back until it commits (as the fan-out does,
+          // src/Sql/Dialect.ts readSettled): then every event numbered up to the highest one has
+          // committed before the webhook, and every later one commits after it with a higher number.
+          yield* sql.onDialectOrElse({
+            pg: () => sql`LOCK TABLE events IN SHARE MODE`.pipe(Effect.asVoid),
+            orElse: () => Effect.void
+          })
           yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
                      SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
                             COALESCE(MAX(seq), 0), ${now}, ${now} FROM events`
