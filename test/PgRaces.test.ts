@@ -1,22 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, Schema } from "effect"
-import type * as Pg from "pg"
+import { Effect, Fiber, Schema } from "effect"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
-import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
+import { onOutside, openEventWrite, outsideConnection, serviceLockWaiters, waitingOrDone } from "./support/OutsideConnection.js"
 import { eventually } from "./support/WebhookReceiver.js"
 import { complete, deliveries, register } from "./support/WebhookWorld.js"
-
-/** Until `fiber` is done or `waiting` of the service's connections wait for a lock (as it would, blocked). */
-const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>, waiting = 1) =>
-  eventually(
-    Effect.zip(serviceLockWaiters(observer), Fiber.poll(fiber)),
-    ([waiters, done]) => waiters >= waiting || Option.isSome(done)
-  )
 
 const maxSeq = (table: "events" | "response_changes") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -32,12 +24,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // A completion's transaction has written its event and not yet committed...
-      yield* onOutside(holder, "BEGIN")
-      yield* onOutside(
-        holder,
-        `INSERT INTO events (id, type, workspace_id, survey_id, payload, created_at)
-         VALUES ('evt_late_commit', 'response.completed', 'ws_a', 'srv_main', '{}', '2026-01-01T00:00:00.000Z')`
-      )
+      yield* openEventWrite(holder, "evt_late_commit")
       // ...while a later one commits first, with the higher number.
       const early = yield* complete("srv_main")
       const repo = yield* DeliveryRepo

@@ -4,7 +4,7 @@ import { Duration, Effect, Fiber, Option, Schema, TestClock } from "effect"
 import type * as Pg from "pg"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture } from "./support/Fixtures.js"
-import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
+import { onOutside, openEventWrite, outsideConnection, serviceLockWaiters, waitingOrDone } from "./support/OutsideConnection.js"
 import { decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
@@ -12,13 +12,6 @@ import { advance } from "./support/Advance.js"
 
 /** Until one of the service's connections waits for a lock. */
 const serviceBlocked = (observer: Pg.Client) => eventually(serviceLockWaiters(observer), (waiters) => waiters >= 1)
-
-/** Until `fiber` is done or one of the service's connections waits for a lock (as it would, blocked). */
-const waitingOrDone = <A, E>(observer: Pg.Client, fiber: Fiber.Fiber<A, E>) =>
-  eventually(
-    Effect.zip(serviceLockWaiters(observer), Fiber.poll(fiber)),
-    ([waiters, done]) => waiters >= 1 || Option.isSome(done)
-  )
 
 /** The events fanned out to a webhook, in event order. */
 const deliveredEvents = Effect.gen(function*() {
@@ -75,12 +68,7 @@ describe.runIf(testDatabase === "postgres")("a webhook registered while an event
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // A completion's transaction has written its event and not yet committed...
-      yield* onOutside(holder, "BEGIN")
-      yield* onOutside(
-        holder,
-        `INSERT INTO events (id, type, workspace_id, survey_id, payload, created_at)
-         VALUES ('evt_open', 'response.completed', 'ws_a', 'srv_main', '{}', '2026-01-01T00:00:00.000Z')`
-      )
+      yield* openEventWrite(holder, "evt_open")
       // ...while a later-numbered one commits.
       yield* complete("srv_main")
       // The webhook is registered meanwhile; the open event commits once the registration
