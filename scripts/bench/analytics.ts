@@ -6,6 +6,8 @@
  *   bun scripts/bench/analytics.ts [LARGE_RESPONSES=1000000]
  */
 import { Database } from "bun:sqlite"
+import { Schema } from "effect"
+import { loadavg } from "node:os"
 import {
   type BenchQuestion,
   buildBinary,
@@ -34,6 +36,16 @@ const questions: ReadonlyArray<BenchQuestion> = [
 
 const dir = tempDir()
 const log = (line: string) => console.error(`[bench:analytics] ${line}`)
+/** The 1-minute load average: the machine may be shared. */
+const load = () => loadavg()[0]?.toFixed(1) ?? "?"
+const loadAtStart = load()
+const AnalyticsBody = Schema.Struct({
+  completedCount: Schema.Number,
+  responseCount: Schema.Number,
+  questions: Schema.Array(Schema.Unknown)
+})
+const decodeAnalytics = Schema.decodeUnknownSync(AnalyticsBody)
+const decodeCount = Schema.decodeUnknownSync(Schema.NullOr(Schema.Struct({ n: Schema.Number })))
 try {
   const dbPath = prepare(dir, [
     { id: "srv_small", questions },
@@ -59,7 +71,7 @@ try {
         headers: { authorization: `Bearer ${TOKEN}` }
       })
       if (!res.ok) throw new Error(`analytics answered ${res.status}`)
-      return (await res.json()) as { completedCount: number; responseCount: number; questions: Array<unknown> }
+      return decodeAnalytics(await res.json())
     }
     const check = await analytics("srv_large")
     if (check.responseCount !== large || check.questions.length !== questions.length) {
@@ -145,7 +157,7 @@ try {
     const sqlPoller = (async () => {
       let last = 0
       while (writing || last < total) {
-        const row = directCount.get() as { n: number } | null
+        const row = decodeCount(directCount.get())
         last = row?.n ?? 0
         seenSql.push([performance.now(), last])
         await Bun.sleep(5)
@@ -166,7 +178,7 @@ try {
     const bS = summary(scratchSmall)
     const bL = summary(scratchLarge)
     const lines = [
-      `Analytics benchmark (${new Date().toISOString()}, ${machine()})`,
+      `Analytics benchmark (${new Date().toISOString()}, ${machine()}; load average ${loadAtStart} at the start, ${load()} at the end, on a machine shared with other work)`,
       "",
       `Setup: ${questions.length} questions (number, scale, checkbox, sort, textarea); data generated in ${
         fmt(generated)

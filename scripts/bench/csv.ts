@@ -8,6 +8,7 @@
  *   bun scripts/bench/csv.ts [LARGE_RESPONSES=1000000] [--no-write] [--fresh]
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { loadavg } from "node:os"
 import { join } from "node:path"
 import {
   type BenchQuestion,
@@ -50,6 +51,9 @@ const cpuSeconds = (pid: number) => {
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
 const log = (line: string) => console.error(`[bench:csv] ${line}`)
+/** The 1-minute load average: the machine may be shared. */
+const load = () => loadavg()[0]?.toFixed(1) ?? "?"
+const loadAtStart = load()
 try {
   // The generated file is kept in .bench/ (by size and generator) for the next run; --fresh rebuilds it.
   const stamp = new Bun.CryptoHasher("sha256")
@@ -160,7 +164,7 @@ try {
   }
   const lines = [
     `Measured ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC on ${machine()}, on a machine shared ` +
-    "with other work (figures move between runs).",
+    `with other work (load average ${loadAtStart} at the start, ${load()} at the end; figures move between runs).`,
     "",
     `${questions.length} questions per response, served by the compiled binary started without any environment ` +
     `flag. Server peak RSS is its VmHWM after each export (cumulative since start; ${fmt(startRss, 0)} MB after ` +

@@ -28,7 +28,7 @@ import {
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
 import { Effect, FiberRef, Layer, Schema } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
-import { cpus } from "node:os"
+import { cpus, loadavg } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 
@@ -106,7 +106,11 @@ const median = (xs: ReadonlyArray<number>) => {
   return s.length % 2 === 1 ? s[mid] ?? Number.NaN : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2
 }
 
+/** The 1-minute load average: the machine may be shared. */
+const load = () => loadavg()[0]?.toFixed(1) ?? "?"
+
 const orchestrate = async () => {
+  const loadAtStart = load()
   const seconds = Number(flags.seconds)
   const rounds = Number(flags.rounds)
   const modes = ["raw", "platform", "httpapi"] as const
@@ -141,7 +145,7 @@ const orchestrate = async () => {
     const lines = [
       `Measured ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC on ${cpus().length} cores, ` +
       `Bun ${Bun.version}; wrk 2 threads, 32 connections, ${rounds} rounds of ${seconds} s, medians; ` +
-      "a machine shared with other work.",
+      `a machine shared with other work (load average ${loadAtStart} at the start, ${load()} at the end).`,
       "",
       "| server (constant 60-byte JSON answer) | req/s | CPU µs/req | CPU × raw |",
       "|---|---:|---:|---:|",

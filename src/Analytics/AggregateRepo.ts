@@ -161,14 +161,14 @@ const foldCounters = (rows: ReadonlyArray<Row>) => {
         break
       case optionsBranch.kind: {
         const questionId = optionCells.questionId(row)
-        const map = agg.options.get(questionId) ?? new Map()
+        const map = agg.options.get(questionId) ?? new Map<string, { count: number; rankSum: number }>()
         map.set(optionCells.value(row), { count: optionCells.count(row), rankSum: optionCells.rankSum(row) })
         agg.options.set(questionId, map)
         break
       }
       case numbersBranch.kind: {
         const questionId = numberCells.questionId(row)
-        const map = agg.numbers.get(questionId) ?? new Map()
+        const map = agg.numbers.get(questionId) ?? new Map<number, number>()
         map.set(numberCells.num(row), numberCells.count(row))
         agg.numbers.set(questionId, map)
         break
