@@ -1,4 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
+import { edenGC } from "bun:jsc"
 import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { ResponseStatusFilter } from "../Domain/Response.js"
@@ -24,13 +25,16 @@ export interface CsvExport {
 const pageSize = 1000
 
 /**
- * CSV text after which the export runs a full garbage collection. Each page is garbage once it is
- * written, but JavaScriptCore sizes its heap to the machine's memory, so an export of 1,000,000
- * responses grew the binary to ≈ 200 MB before the garbage went; collecting after every MiB
- * (about five pages) holds it near 120–135 MB and was no slower (docs/performance.md). Each
- * collection pauses the server for a few milliseconds, about once per 5,000 rows exported.
+ * CSV text after which the export collects its garbage. Each page is garbage once it is written,
+ * but JavaScriptCore sizes its heap to the machine's memory, so an export of 1,000,000 responses
+ * grew the binary to ≈ 200 MB before the garbage went. A young-generation collection (`edenGC`)
+ * after every MiB (about five pages) frees the pages just written, and every eighth collection is
+ * a full one for what got older meanwhile: the peak stays near 125 MB for 1,000,000 responses,
+ * and the export spends about a quarter less CPU than with a full collection after every MiB
+ * (docs/performance.md). Each collection pauses the server for a few milliseconds.
  */
 const collectAfterBytes = 1024 * 1024
+const fullCollectionEvery = 8
 
 interface Position {
   readonly createdAt: string
@@ -86,6 +90,7 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
     }).pipe(Effect.orDie)
 
   let sinceCollection = 0
+  let collections = 0
   const pages = Stream.paginateChunkEffect(Option.none<Position>(), (after) =>
     Effect.map(page(after), (rows): readonly [Chunk.Chunk<Uint8Array>, Option.Option<Option.Option<Position>>] => {
       let out = ""
@@ -93,7 +98,9 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
       sinceCollection += out.length
       if (sinceCollection >= collectAfterBytes) {
         sinceCollection = 0
-        Bun.gc(true)
+        collections++
+        if (collections % fullCollectionEvery === 0) Bun.gc(true)
+        else edenGC()
       }
       const last = rows[rows.length - 1]
       const more = rows.length === pageSize && last !== undefined
