@@ -10,6 +10,20 @@ const assigned = new WeakMap<object, string>()
 const keyOf = (request: HttpServerRequest.HttpServerRequest): object =>
   typeof request.source === "object" && request.source !== null ? request.source : request
 
+// Headers the answer to a request carries whatever answers it (its handler, an error, the 500
+// fallback), by the underlying request as above: set while the request is served (the request
+// quota's `RateLimit-*`), added by `serveMiddleware` with `x-request-id`.
+const answerHeaders = new WeakMap<object, Readonly<Record<string, string>>>()
+
+/** Adds `headers` to the answer to `request` (replacing what an earlier call added). */
+export const setAnswerHeaders = (request: HttpServerRequest.HttpServerRequest, headers: Readonly<Record<string, string>>): void => {
+  answerHeaders.set(keyOf(request), headers)
+}
+
+/** The headers `setAnswerHeaders` added for `request`, if any. */
+export const answerHeadersOf = (request: HttpServerRequest.HttpServerRequest): Readonly<Record<string, string>> | undefined =>
+  answerHeaders.get(keyOf(request))
+
 /**
  * The id of a request: its `x-request-id` when that is 8–128 of `A-Z a-z 0-9 . _ -`, otherwise one
  * made up the first time it is asked for. It is answered in `x-request-id` and logged with every

@@ -9,7 +9,7 @@ import { Cause, Effect, Metric, MetricLabel, Option } from "effect"
 import type { Drain } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
-import { requestIdOf } from "./RequestId.js"
+import { answerHeadersOf, requestIdOf } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
   HttpServerResponse.unsafeJson({ code, message }, { status })
@@ -66,7 +66,8 @@ const stopping = HttpServerResponse.setHeaders(
 
 /**
  * Outermost middleware: a request id on every answer (and, through `withRequestId`, in every
- * log line), and the documented error body for whatever the API's own encoder did not answer.
+ * log line) with the headers set for the request while it was served (`setAnswerHeaders`: the
+ * request quota's), and the documented error body for whatever the API's own encoder did not answer.
  * Each request is work in flight that a drain waits for; once the process drains, new requests
  * (`/healthz` included, so that a load balancer stops sending) answer 503 and close the connection.
  */
@@ -79,7 +80,12 @@ export const serveMiddleware = <E, R>(
     const answer = drain.isDraining()
       ? Effect.succeed(stopping)
       : drain.track(Effect.catchAllCause(app, unhandled(request)))
-    return Effect.map(answer, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
+    return Effect.map(answer, (response) => {
+      const added = answerHeadersOf(request)
+      return added === undefined
+        ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
+        : HttpServerResponse.setHeaders(response, { ...added, "x-request-id": requestId })
+    })
   })
 
 /**

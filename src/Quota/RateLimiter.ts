@@ -1,5 +1,6 @@
-import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Clock, Context, Deferred, Effect, Exit, FiberId, Layer, Metric } from "effect"
+import { HttpServerRequest } from "@effect/platform"
+import { Clock, Context, Effect, Exit, Layer, Metric, Runtime } from "effect"
+import { setAnswerHeaders } from "../Http/RequestId.js"
 import { quotaRefusals } from "../Telemetry/Metrics.js"
 import { KeyAdmission } from "../Auth/Authorization.js"
 import type { ApiKeyContext } from "../Auth/CurrentKey.js"
@@ -25,45 +26,41 @@ export interface UsageReport {
 export interface RateLimiterShape {
   /**
    * Counts the request against its key creator's quota, or refuses it with 429. Sets the
-   * `RateLimit-*` headers (and `Retry-After` on 429) on the answer. Fails with 503 when
-   * the count cannot be stored; the request then counts nowhere.
+   * `RateLimit-*` headers (and `Retry-After` on 429) on the answer to the HTTP request being
+   * served (src/Http/RequestId.ts, `setAnswerHeaders`). Fails with 503 when the count cannot be
+   * stored; the request then counts nowhere.
    */
   readonly admit: (key: ApiKeyContext) => Effect.Effect<void, RateLimited | ServiceUnavailable>
   /** The quota of the key's creator as it stands now. */
   readonly usage: (key: ApiKeyContext) => Effect.Effect<UsageReport, ServiceUnavailable>
 }
 
-const withHeaders = (headers: RateLimitHeaders, retryAfterSeconds?: number) =>
-  HttpApp.appendPreResponseHandler((_request, response) => {
-    const limited = HttpServerResponse.setHeaders(response, {
-      "ratelimit-limit": String(headers.limit),
-      "ratelimit-remaining": String(headers.remaining),
-      "ratelimit-reset": String(headers.resetSeconds)
-    })
-    return Effect.succeed(
-      retryAfterSeconds === undefined
-        ? limited
-        : HttpServerResponse.setHeader(limited, "retry-after", String(retryAfterSeconds))
-    )
-  })
+const headersOf = (headers: RateLimitHeaders, retryAfterSeconds?: number): Record<string, string> => {
+  const set: Record<string, string> = {
+    "ratelimit-limit": String(headers.limit),
+    "ratelimit-remaining": String(headers.remaining),
+    "ratelimit-reset": String(headers.resetSeconds)
+  }
+  if (retryAfterSeconds !== undefined) set["retry-after"] = String(retryAfterSeconds)
+  return set
+}
 
 const refusedLimited = Metric.tagged(quotaRefusals, "reason", "rate_limited")
 const refusedBusy = Metric.tagged(quotaRefusals, "reason", "service_unavailable")
 
-/**
- * Resumes once the event loop has run the callbacks of the I/O it already received: under load,
- * the requests that came in with the same poll have then reached the limiter and join the batch.
- * (A turn of the fiber scheduler is not enough: it runs before the server is handed the next
- * request, so each batch held one request.)
- */
-const afterReceivedIo = Effect.async<void>((resume) => {
-  setImmediate(() => resume(Effect.void))
-})
+/** A request waiting for its batch's decision. */
+interface Waiting {
+  readonly key: ApiKeyContext
+  /** The HTTP request being served, whose answer gets the `RateLimit-*` headers. */
+  readonly request: HttpServerRequest.HttpServerRequest | undefined
+  readonly resume: (answer: Effect.Effect<void, RateLimited | ServiceUnavailable>) => void
+}
 
-/** Requests decided together in one transaction, and their decisions in the same order. */
+/** Requests decided together in one transaction, in arrival order. */
 interface Batch {
-  readonly keys: Array<ApiKeyContext>
-  readonly decided: Deferred.Deferred<ReadonlyArray<Decision>, ServiceUnavailable>
+  readonly waiting: Array<Waiting>
+  /** Its event-loop turn came: it starts once the batch before it is stored. */
+  due: boolean
 }
 
 /** The counters of an account as this process last saw them in the store. */
@@ -77,11 +74,17 @@ const busy = () => new ServiceUnavailable({ message: "The service is busy; nothi
 
 /**
  * Exact across every process on the database. A request is decided inside a transaction that
- * holds the account's day row locked (on SQLite, the database's write lock), so no other
+ * holds the account's day row locked (on SQLite, the quota file's write lock), so no other
  * process decides for the account meanwhile, and its count is stored before it is answered.
  * Requests that arrive before a transaction starts (while the one before runs, or until the
- * event loop has handed the server the requests it already received) are decided together in
+ * event loop has run the callbacks of the I/O it already received) are decided together in
  * it, in arrival order: under load one transaction serves many requests.
+ *
+ * A request's fiber only suspends until its batch is decided (one `Effect.async`): the batch is
+ * started from the event loop (`setImmediate`: by then the requests that came in with the same
+ * poll have reached the limiter; a turn of the fiber scheduler is not enough, it runs before the
+ * server is handed the next request) and runs as one fiber of its own, which resumes every
+ * request of the batch with what it goes on with (its headers, or its 429 or 503).
  *
  * The counters of an account stay in memory between transactions. The locked day row tells
  * whether they are still exact: every admitted request adds to it, so when its count is the
@@ -94,10 +97,11 @@ const busy = () => new ServiceUnavailable({ message: "The service is busy; nothi
  */
 export const makeRateLimiter = Effect.gen(function*() {
   const store = yield* UsageStore
+  const runtime = yield* Effect.runtime<never>()
+  const clock = yield* Effect.clock
   const known = new Map<string, Known>()
   // The batch still taking requests: the next transaction's.
   let open: Batch | undefined
-  const turn = yield* Effect.makeSemaphore(1)
   // Batches being stored (0 or 1): meanwhile the counters in memory may hold decisions not yet stored.
   let settling = 0
 
@@ -144,64 +148,75 @@ export const makeRateLimiter = Effect.gen(function*() {
     return Effect.as(store.settle(now, [...accounts.values()], decider), { decisions, synced })
   }
 
-  /**
-   * Runs `batch` when its turn comes: requests that arrive until then join it. Uninterruptible:
-   * the requests of the batch wait for it, whichever of them started it.
-   */
-  const run = (batch: Batch) =>
-    Effect.zipRight(
-      afterReceivedIo,
-      turn.withPermits(1)(Effect.gen(function*() {
-        if (open === batch) open = undefined
-        const now = yield* Clock.currentTimeMillis
-        settling += 1
-        const outcome = yield* Effect.exit(decideAll(batch.keys, now))
-        settling -= 1
-        if (Exit.isSuccess(outcome)) {
-          for (const [accountId, usage] of outcome.value.synced) known.set(accountId, { usage, day: utcDay(now) })
-          Deferred.unsafeDone(batch.decided, Exit.succeed(outcome.value.decisions))
-        } else {
-          // The counters in memory may hold decisions that were never stored.
-          for (const key of batch.keys) known.delete(key.accountId)
-          yield* Effect.logWarning("request counts not stored", outcome.cause)
-          Deferred.unsafeDone(batch.decided, Exit.fail(busy()))
-        }
-      }))
-    ).pipe(Effect.uninterruptible)
-
-  // On every request's path: no span of its own, the request's span covers it. The request that
-  // opens a batch runs it; the others join it and read their decision when it is done.
-  const decide = (key: ApiKeyContext): Effect.Effect<Decision, ServiceUnavailable> =>
+  /** Stores `batch` and answers its requests; then starts the next batch if its turn came meanwhile. */
+  const settle = (batch: Batch) =>
     Effect.suspend(() => {
-      let batch = open
-      const leads = batch === undefined
-      if (batch === undefined) {
-        batch = { keys: [], decided: Deferred.unsafeMake(FiberId.none) }
-        open = batch
-      }
-      const index = batch.keys.push(key) - 1
-      const decided = Effect.flatMap(Deferred.await(batch.decided), (decisions) => {
-        const decision = decisions[index]
-        return decision === undefined ? Effect.dieMessage("a batch answered fewer decisions than requests") : Effect.succeed(decision)
-      })
-      return leads ? Effect.zipRight(run(batch), decided) : decided
-    })
-
-  const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
-    decide(key).pipe(
-      Effect.tapError(() => Metric.increment(refusedBusy)),
-      Effect.flatMap((decision): Effect.Effect<void, RateLimited> =>
-        decision._tag === "Limited"
-          ? Effect.zipRight(
-            Effect.zipRight(Metric.increment(refusedLimited), withHeaders(decision.headers, decision.retryAfterSeconds)),
+      if (open === batch) open = undefined
+      settling += 1
+      const now = clock.unsafeCurrentTimeMillis()
+      return Effect.flatMap(Effect.exit(decideAll(batch.waiting.map((w) => w.key), now)), (outcome) => {
+        settling -= 1
+        if (Exit.isFailure(outcome)) {
+          // The counters in memory may hold decisions that were never stored.
+          for (const { key } of batch.waiting) known.delete(key.accountId)
+          const refused = Effect.fail(busy())
+          for (const { resume } of batch.waiting) resume(refused)
+          return Effect.zipRight(
+            Metric.incrementBy(refusedBusy, batch.waiting.length),
+            Effect.logWarning("request counts not stored", outcome.cause)
+          )
+        }
+        for (const [accountId, usage] of outcome.value.synced) known.set(accountId, { usage, day: utcDay(now) })
+        const { decisions } = outcome.value
+        let limited = 0
+        batch.waiting.forEach(({ request, resume }, i) => {
+          const decision = decisions[i]
+          if (decision === undefined) return resume(Effect.dieMessage("a batch answered fewer decisions than requests"))
+          if (decision._tag === "Admitted") {
+            if (request !== undefined) setAnswerHeaders(request, headersOf(decision.headers))
+            return resume(Effect.void)
+          }
+          limited += 1
+          if (request !== undefined) setAnswerHeaders(request, headersOf(decision.headers, decision.retryAfterSeconds))
+          resume(
             new RateLimited({
               message: `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
               retryAfterSeconds: decision.retryAfterSeconds
             })
           )
-          : withHeaders(decision.headers)
-      )
-    )
+        })
+        return limited === 0 ? Effect.void : Metric.incrementBy(refusedLimited, limited)
+      })
+    }).pipe(Effect.ensuring(Effect.sync(() => {
+      if (open !== undefined && open.due) start(open)
+    })))
+
+  const start = (batch: Batch) => {
+    Runtime.runFork(runtime)(settle(batch))
+  }
+
+  /** The batch's event-loop turn: it starts now, or once the batch being stored is done. */
+  const due = (batch: Batch) => {
+    batch.due = true
+    if (settling === 0) start(batch)
+  }
+
+  // On every request's path: no span of its own, the request's span covers it. The request that
+  // opens a batch schedules it; every request waits for its batch's decision, and its answer
+  // gets the headers through the request being served (`setAnswerHeaders`).
+  const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
+    Effect.withFiberRuntime((fiber) => {
+      const request = Context.getOrElse(fiber.currentContext, HttpServerRequest.HttpServerRequest, () => undefined)
+      return Effect.async<void, RateLimited | ServiceUnavailable>((resume) => {
+        let batch = open
+        if (batch === undefined) {
+          const opened: Batch = { waiting: [], due: false }
+          setImmediate(() => due(opened))
+          open = batch = opened
+        }
+        batch.waiting.push({ key, request, resume })
+      })
+    })
 
   /**
    * The counts as stored now. When the account's counters in memory are current (the stored day
