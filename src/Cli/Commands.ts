@@ -14,7 +14,9 @@ import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
 /** Where the data lives: `--db` (SQLite file) or `--database-url` (PostgreSQL), over the environment. */
 const db = Options.all({
   path: Options.text("db").pipe(
-    Options.withDescription("SQLite database file (overrides DATABASE_PATH)"),
+    Options.withDescription(
+      "SQLite database file (overrides DATABASE_PATH); the request quota's counters are kept beside it in PATH-quota"
+    ),
     Options.optional
   ),
   url: Options.text("database-url").pipe(
