@@ -30,6 +30,11 @@ export interface Settled {
 }
 
 const NextWake = Schema.Struct({ due: Schema.NullOr(Schema.Number), leased: Schema.NullOr(Schema.Number) })
+/** The fan-out cursor and the highest event number of its next batch, none when no event is new. */
+const Cursor = Schema.Struct({ lastSeq: Schema.Number, maxSeq: Schema.NullOr(Schema.Number) })
+const DueRow = Schema.Struct({ id: Schema.Number, webhookId: WebhookId })
+const IdRow = Schema.Struct({ id: Schema.Number })
+const Depth = Schema.Struct({ depth: Schema.Number })
 
 /** Fan-out from the outbox, claiming and settling deliveries. SQL failures are defects here. */
 export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/DeliveryRepo", {
@@ -38,6 +43,16 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     const webhooks = yield* WebhookRepo
     // Leases carry this process's name: it renews and releases only its own.
     const owner = (yield* Instance).id
+
+    const readCursor = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: Cursor,
+      execute: (batch) =>
+        sql`SELECT c.last_seq,
+                   (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}) AS upcoming)
+                     AS max_seq
+            FROM outbox_cursors c WHERE c.name = 'webhooks'${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF c`, orElse: () => sql`` })}`
+    })
 
     /**
      * Creates one delivery per new event and matching webhook, and moves the cursor past those
@@ -49,16 +64,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         // SQLite the transaction holds the write lock from its start).
         // Events of transactions still open may hold numbers below those already visible: read
         // again once they have ended (readSettled), so that the cursor never passes over one.
-        const cursor = yield* readSettled(
-          sql,
-          "events",
-          sql<{ readonly lastSeq: number; readonly maxSeq: number | null }>`
-          SELECT c.last_seq,
-                 (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}) AS upcoming)
-                   AS max_seq
-          FROM outbox_cursors c WHERE c.name = 'webhooks'${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF c`, orElse: () => sql`` })}`,
-          (rows) => rows.some((r) => r.maxSeq !== null)
-        )
+        const cursor = yield* readSettled(sql, "events", readCursor(batch), (rows) => rows.some((r) => r.maxSeq !== null))
         const row = cursor[0]
         if (row === undefined || row.maxSeq === null) return 0
         yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
@@ -91,6 +97,29 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
             ORDER BY d.next_attempt_at, d.id`
     })
 
+    const dueRows = SqlSchema.findAll({
+      Request: Schema.Struct({ now: Schema.Number, perWebhook: Schema.Number }),
+      Result: DueRow,
+      execute: ({ now, perWebhook }) =>
+        sql`SELECT d.id, d.webhook_id FROM webhooks w
+            JOIN deliveries d ON d.id IN (
+              SELECT id FROM deliveries
+              WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
+              ORDER BY next_attempt_at, id LIMIT ${perWebhook}
+            )
+            WHERE w.disabled_reason IS NULL
+            ORDER BY d.next_attempt_at, d.id`
+    })
+
+    const lease = SqlSchema.findAll({
+      Request: Schema.Struct({ ids: Schema.Array(Schema.Number), now: Schema.Number, until: Schema.Number }),
+      Result: IdRow,
+      execute: ({ ids, now, until }) =>
+        sql`UPDATE deliveries SET lease_until = ${until}, lease_owner = ${owner}
+            WHERE id IN ${sql.in(ids)} AND state = 'pending' AND lease_until <= ${now}
+            RETURNING id`
+    })
+
     /**
      * Leases up to `free` due deliveries, oldest first, taking from each webhook at most what
      * keeps its in-flight count under `perWebhook`: a slow endpoint holds a few slots, never all,
@@ -107,15 +136,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         leaseMillis: number
       }) {
         const { now, perWebhook } = input
-        const due = yield* sql<{ readonly id: number; readonly webhookId: string }>`
-          SELECT d.id, d.webhook_id FROM webhooks w
-          JOIN deliveries d ON d.id IN (
-            SELECT id FROM deliveries
-            WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-            ORDER BY next_attempt_at, id LIMIT ${perWebhook}
-          )
-          WHERE w.disabled_reason IS NULL
-          ORDER BY d.next_attempt_at, d.id`
+        const due = yield* dueRows({ now, perWebhook })
         const taken = new Map<string, number>()
         const list: Array<number> = []
         for (const row of due) {
@@ -126,10 +147,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
           list.push(row.id)
         }
         if (list.length === 0) return []
-        const leased = yield* sql<{ readonly id: number }>`UPDATE deliveries
-          SET lease_until = ${now + input.leaseMillis}, lease_owner = ${owner}
-          WHERE id IN ${sql.in(list)} AND state = 'pending' AND lease_until <= ${now}
-          RETURNING id`
+        const leased = yield* lease({ ids: list, now, until: now + input.leaseMillis })
         if (leased.length === 0) return []
         return yield* claimedById(leased.map((row) => row.id))
       },
@@ -202,12 +220,16 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
       )
 
     /** Events not yet fanned out plus deliveries still pending: the work the worker has before it. */
-    const depth = sql<{ readonly depth: number }>`
-      SELECT (SELECT count(*) FROM events WHERE seq > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'))
-           + (SELECT count(*) FROM deliveries WHERE state = 'pending') AS depth`.pipe(
-        Effect.map((rows) => rows[0]?.depth ?? 0),
-        Effect.orDie
-      )
+    const depth = SqlSchema.single({
+      Request: Schema.Void,
+      Result: Depth,
+      execute: () =>
+        sql`SELECT (SELECT count(*) FROM events WHERE seq > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks'))
+                 + (SELECT count(*) FROM deliveries WHERE state = 'pending') AS depth`
+    })(undefined).pipe(
+      Effect.map((row) => row.depth),
+      Effect.orDie
+    )
 
     return { fanOut, claim, settle, drop, release, renew, nextWake, depth } as const
   })

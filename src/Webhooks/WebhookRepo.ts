@@ -53,6 +53,7 @@ export interface NewAttempt {
 }
 
 const Scope = Schema.Struct({ workspaceId: WorkspaceId, surveyId: Schema.NullOr(SurveyId) })
+const HealthRow = Schema.Struct({ disabledReason: Schema.NullOr(DisabledReason) })
 
 /** Webhook settings and the attempt log. SQL failures are defects here. */
 export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/WebhookRepo", {
@@ -172,6 +173,23 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         })
       }`
 
+    const moveHealth = SqlSchema.findAll({
+      Request: Schema.Struct({
+        webhookId: WebhookId,
+        gone: Schema.Boolean,
+        failingBefore: Schema.Number,
+        attemptedAt: Schema.Number
+      }),
+      Result: HealthRow,
+      execute: ({ attemptedAt, failingBefore, gone, webhookId }) =>
+        sql`UPDATE webhooks SET
+              disabled_reason = CASE WHEN ${gone ? 1 : 0} = 1 THEN 'gone'
+                                     WHEN failing_since < ${failingBefore} THEN 'failing' END,
+              failing_since = COALESCE(failing_since, ${attemptedAt})
+            WHERE id = ${webhookId} AND disabled_reason IS NULL
+            RETURNING disabled_reason`
+    })
+
     /**
      * Moves a webhook's record of failures on after one of its attempts (v1-extensions §X1.4):
      * a success clears it; a 410 switches the webhook off at once, and so does a failure when
@@ -188,16 +206,13 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         yield* sql`UPDATE webhooks SET failing_since = NULL WHERE id = ${input.webhookId} AND failing_since IS NOT NULL`
         return Option.none<DisabledReason>()
       }
-      const gone = input.responseStatus === 410 ? 1 : 0
-      const failingBefore = input.attemptedAt - Duration.toMillis(failingFor)
-      const rows = yield* sql<{ readonly disabledReason: string | null }>`
-        UPDATE webhooks SET
-          disabled_reason = CASE WHEN ${gone} = 1 THEN 'gone'
-                                 WHEN failing_since < ${failingBefore} THEN 'failing' END,
-          failing_since = COALESCE(failing_since, ${input.attemptedAt})
-        WHERE id = ${input.webhookId} AND disabled_reason IS NULL
-        RETURNING disabled_reason`
-      const reason = Option.fromNullable(rows[0]?.disabledReason).pipe(Option.flatMap(Schema.decodeUnknownOption(DisabledReason)))
+      const rows = yield* moveHealth({
+        webhookId: input.webhookId,
+        gone: input.responseStatus === 410,
+        failingBefore: input.attemptedAt - Duration.toMillis(failingFor),
+        attemptedAt: input.attemptedAt
+      })
+      const reason = Option.fromNullable(rows[0]?.disabledReason)
       if (Option.isSome(reason)) {
         // Leases stay: an attempt in flight still settles its delivery, and nothing requeues it meanwhile.
         yield* sql`UPDATE deliveries SET state = 'given_up'
