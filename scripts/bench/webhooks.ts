@@ -4,7 +4,7 @@
 import { SqlClient } from "@effect/sql"
 import { BunContext } from "@effect/platform-bun"
 import { Duration, Effect, Exit, Layer, Logger, LogLevel, Schedule, Schema, Scope } from "effect"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { CoreLive, WebhookBackgroundLive } from "../../src/App.js"
@@ -184,9 +184,13 @@ const program = Effect.gen(function*() {
   console.log(table)
   console.log()
   console.log(notes)
+  // The sections after the table (from the first `## ` heading) are written by hand and kept.
+  const docs = join(import.meta.dirname, "..", "..", "docs", "performance-webhooks.md")
+  const previous = existsSync(docs) ? readFileSync(docs, "utf8") : ""
+  const kept = previous.indexOf("\n## ") >= 0 ? previous.slice(previous.indexOf("\n## ")) : ""
   writeFileSync(
-    join(import.meta.dirname, "..", "..", "docs", "performance-webhooks.md"),
-    `# Webhook delivery performance\n\nProduced by \`bun run bench:webhooks\` (scripts/bench/webhooks.ts); the latest run:\n\n${table}\n\n${notes}\n\nTargets: at least 1,000 deliveries/s draining; p99 under 1 s at 100 events/s.\n`
+    docs,
+    `# Webhook delivery performance\n\nProduced by \`bun run bench:webhooks\` (scripts/bench/webhooks.ts); the latest run:\n\n${table}\n\n${notes}\n\nTargets: at least 1,000 deliveries/s draining; p99 under 1 s at 100 events/s.\n${kept}`
   )
 })
 
