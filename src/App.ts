@@ -6,6 +6,7 @@ import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { Drain, DrainOnShutdownLive } from "./Background/Drain.js"
+import { HeapBoundLive } from "./Background/HeapBound.js"
 import { JobLeases } from "./Background/JobLeases.js"
 import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
@@ -194,9 +195,13 @@ export const makeServe = (parts: Partial<ServeParts> = {}) =>
     Layer.provide(TelemetryLive)
   )
 
-/** The production server: the serve graph on a Bun server on the configured port. Needs the core. */
+/**
+ * The production server: the serve graph on a Bun server on the configured port, its JavaScript
+ * heap kept within bounds (src/Background/HeapBound.ts). Needs the core.
+ */
 export const ServerLive = (settings: AppSettings) =>
   makeServe().pipe(
+    Layer.merge(HeapBoundLive),
     Layer.provide(Layer.unwrapEffect(Effect.map(DeliverySettings, (delivery) =>
       BunHttpServer.layer({
         port: settings.port,
