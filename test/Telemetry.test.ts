@@ -16,7 +16,7 @@ import {
 } from "effect"
 import { AppConfig, parseOtlpHeaders } from "../src/Config.js"
 import { exportsDropped, spansDropped } from "../src/Telemetry/BoundedExport.js"
-import { telemetryLayer } from "../src/Telemetry/Telemetry.js"
+import { telemetryLayer } from "../src/Telemetry/Otlp.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { get, TestServer, testDatabase } from "./support/TestServer.js"
 import { receiver } from "./support/WebhookReceiver.js"

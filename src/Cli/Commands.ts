@@ -6,8 +6,6 @@ import { Aggregator } from "../Analytics/Aggregator.js"
 import { CoreFor, LoggingLive, ServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AppConfig } from "../Config.js"
-import { seedDemo } from "../Demo/Seed.js"
-import { FixtureInvalid, importFixtureInput } from "../Fixtures/Import.js"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Http/JsonBody.js"
 import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
 
@@ -53,6 +51,11 @@ const databaseOverrides = (database: Database) => ({
   databaseStatementTimeoutMs: database.statementTimeoutMs
 })
 
+// The fixture importer and the demo data are loaded by the commands that use them: a serving
+// process without `--demo` never evaluates them (docs/performance-memory.md).
+const loadFixtures = Effect.promise(() => import("../Fixtures/Import.js"))
+const loadDemo = Effect.promise(() => import("../Demo/Seed.js"))
+
 /** Runs an operator command against the configured, migrated database. */
 const withDatabase = <A, E, R>(
   database: Database,
@@ -70,6 +73,7 @@ const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pi
     const settings = yield* AppConfig.fromEnv({ port, ...databaseOverrides(db) })
     const program = Effect.gen(function*() {
       if (demo) {
+        const { seedDemo } = yield* loadDemo
         const seed = yield* seedDemo()
         yield* Console.log([
           seed.seeded ? "Demo workspace seeded." : "Demo workspace already present; minted new keys.",
@@ -93,6 +97,7 @@ const importCommand = Command.make("import", { file: Args.file({ name: "FILE", e
   withDatabase(
     db,
     Effect.gen(function*() {
+      const { FixtureInvalid, importFixtureInput } = yield* loadFixtures
       const fs = yield* FileSystem.FileSystem
       const text = yield* fs.readFileString(file)
       if (exceedsJsonDepth(text)) {
