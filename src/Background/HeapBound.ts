@@ -1,18 +1,21 @@
 import { fullGC, heapSize } from "bun:jsc"
-import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 
-/** The JavaScript heap as the bound sees it: its size in bytes, and a full collection answering what it kept. */
+/** The JavaScript heap as the bound sees it. */
 export interface Heap {
+  /** Its size in bytes. */
   readonly size: () => number
-  readonly collect: () => number
+  /** A full collection: what it kept, in bytes, and how long it paused the process, in milliseconds. */
+  readonly collect: () => { readonly kept: number; readonly pausedMs: number }
 }
 
 /** JavaScriptCore's heap of this process (`bun:jsc`). */
 export const jscHeap: Heap = {
   size: heapSize,
   collect: () => {
+    const start = performance.now()
     fullGC()
-    return heapSize()
+    return { kept: heapSize(), pausedMs: performance.now() - start }
   }
 }
 
@@ -20,7 +23,8 @@ const MiB = 1024 * 1024
 
 /**
  * How far the serving process lets its JavaScript heap grow past what the last full collection
- * kept before it collects, and how often it looks. Production defaults; tests swap the heap.
+ * kept before it collects, how often it looks, and how much of its time the collections it
+ * forces may take. Production defaults; tests swap the heap.
  */
 export class HeapBoundSettings extends Context.Reference<HeapBoundSettings>()("Background/HeapBoundSettings", {
   defaultValue: () => ({
@@ -29,6 +33,8 @@ export class HeapBoundSettings extends Context.Reference<HeapBoundSettings>()("B
     growth: 2,
     /** ...and at least this many bytes before a collection is due. */
     floor: 40 * MiB,
+    /** After a collection that paused the process for d, none is forced for d / share. */
+    share: 0.05,
     heap: jscHeap
   })
 }) {}
@@ -42,17 +48,24 @@ export const limitAfter = (kept: number, settings: { readonly growth: number; re
  * at least `floor`). Left to its own heuristics, JavaScriptCore lets a busy server's heap reach
  * three to four times that before it runs a full collection: the garbage of the requests in flight
  * at each young-generation collection is promoted and piles up in the old generation. Every
- * `every` this reads the heap's size (a counter) and, past the limit, runs a full collection. That
- * collection is synchronous: the process pauses for it (about 25 ms of CPU at the service's live
- * size of 17 MB), a few times a second at full load (docs/performance-memory.md has the figures).
+ * `every` this reads the heap's size (a counter) and, past the limit, runs a full collection.
+ * That collection is synchronous: the process pauses for it (about 25 ms of CPU at the service's
+ * live size of 17 MB). So that the pauses cannot take more than `share` of the process's time
+ * (on a machine short of CPU a pause lasts longer), the next one waits `pause / share`; in
+ * between, JavaScriptCore's own collections still run (docs/performance-memory.md).
  */
 export const HeapBoundLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const settings = yield* HeapBoundSettings
     let limit = limitAfter(settings.heap.size(), settings)
-    const check = Effect.sync(() => {
-      if (settings.heap.size() > limit) limit = limitAfter(settings.heap.collect(), settings)
-    })
+    let quietUntil = 0
+    const check = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.sync(() => {
+        if (now < quietUntil || settings.heap.size() <= limit) return
+        const { kept, pausedMs } = settings.heap.collect()
+        limit = limitAfter(kept, settings)
+        quietUntil = now + pausedMs / settings.share
+      }))
     yield* check.pipe(
       Effect.repeat(Schedule.spaced(settings.every)),
       Effect.withTracerEnabled(false),
