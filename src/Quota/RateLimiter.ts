@@ -83,8 +83,8 @@ const busy = () => new ServiceUnavailable({ message: "The service is busy; nothi
  * A request's fiber only suspends until its batch is decided (one `Effect.async`): the batch is
  * started from the event loop (`setImmediate`: by then the requests that came in with the same
  * poll have reached the limiter; a turn of the fiber scheduler is not enough, it runs before the
- * server is handed the next request) and runs as one fiber of its own, which resumes every
- * request of the batch with what it goes on with (its headers, or its 429 or 503).
+ * server is handed the next request) and runs as one fiber of its own, which sets each request's
+ * `RateLimit-*` headers on its answer and resumes it: to go on, or with its 429 or 503.
  *
  * The counters of an account stay in memory between transactions. The locked day row tells
  * whether they are still exact: every admitted request adds to it, so when its count is the
