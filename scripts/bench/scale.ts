@@ -7,8 +7,14 @@
  * wrk with half the connections, and the figures are their sums.
  *
  *   bun run bench:scale [-- --seconds 5 --connections 32 --surveys 20 --responses 500]
+ *
+ * `--only completions` (or `reads`) keeps one kind of workload; `--databases pg` (or `sqlite`) one
+ * storage; `--against <git ref>` also builds the binary of that commit (from `git archive`, with
+ * this checkout's node_modules) and measures it in the same cells, alternating with this one, so
+ * that a change is compared with its predecessor on the same machine at the same time;
+ * `--repeat N` runs every cell N times, alternating, and prints each run and the median.
  */
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
@@ -21,13 +27,23 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "5" },
     connections: { type: "string", default: "32" },
     surveys: { type: "string", default: "20" },
-    responses: { type: "string", default: "500" }
+    responses: { type: "string", default: "500" },
+    only: { type: "string" },
+    databases: { type: "string", default: "sqlite,pg" },
+    against: { type: "string" },
+    repeat: { type: "string", default: "1" }
   }
 })
 const seconds = Math.min(60, Math.max(1, Number(args.seconds)))
 const connections = Math.min(256, Math.max(2, Number(args.connections)))
 const surveys = Math.min(500, Math.max(1, Number(args.surveys)))
 const responsesPerSurvey = Math.min(5000, Math.max(1, Number(args.responses)))
+const repeat = Math.min(10, Math.max(1, Number(args.repeat)))
+const databases = new Set(args.databases.split(","))
+if (args.only !== undefined && args.only !== "completions" && args.only !== "reads") {
+  console.error("--only takes completions or reads")
+  process.exit(1)
+}
 
 if (!existsSync("/usr/bin/wrk")) {
   console.error("bench:scale loads the servers with wrk: install it first (Debian: apt-get install wrk).")
@@ -75,12 +91,15 @@ const completion = async (dir: string, server: Server) => {
   return file
 }
 
-const workloads: ReadonlyArray<Workload> = [
+const allWorkloads: ReadonlyArray<Workload> = [
   { name: "GET /surveys/{id}", path: `/api/v1/surveys/${surveyId(1)}` },
   { name: "GET /surveys/{id}/responses (25)", path: `/api/v1/surveys/${surveyId(1)}/responses?limit=25` },
   { name: "GET /surveys/{id}/analytics", path: `/api/v1/surveys/${surveyId(1)}/analytics` },
   { name: "POST /respond/v1/responses (completion)", path: "/respond/v1/responses", script: completion }
 ]
+const workloads = allWorkloads.filter((w) =>
+  args.only === undefined || (args.only === "completions") === (w.script !== undefined)
+)
 
 interface Load {
   /** Requests answered within the cell's time. */
@@ -159,6 +178,28 @@ interface Setup {
   readonly database: string
 }
 
+interface Build {
+  /** The column's suffix: empty for this checkout, else the commit measured beside it. */
+  readonly label: string
+  readonly binary: string
+}
+
+/** The binary of `ref`, built from its files beside this checkout's dependencies. */
+const buildAt = (ref: string, dir: string): Build => {
+  const run = (cmd: ReadonlyArray<string>, cwd: string) => {
+    const result = Bun.spawnSync([...cmd], { cwd, stdout: "pipe", stderr: "pipe" })
+    if (result.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed: ${result.stderr.toString()}`)
+    return result.stdout.toString().trim()
+  }
+  const commit = run(["git", "rev-parse", "--short", ref], root)
+  const tree = join(dir, `tree-${commit}`)
+  mkdirSync(tree)
+  run(["sh", "-c", `git archive ${commit} | tar -x -C ${JSON.stringify(tree)}`], root)
+  symlinkSync(join(root, "node_modules"), join(tree, "node_modules"))
+  run(["bun", "run", "build"], tree)
+  return { label: commit, binary: join(tree, "dist/survey-service") }
+}
+
 const binary = buildBinary()
 
 /** Imports the dataset's fixture files into `database` (migrating it first). */
@@ -170,11 +211,18 @@ const importInto = (files: ReadonlyArray<string>, database: string) => {
 }
 
 /** The 1-minute load average, for the header: the machine may be shared. */
-const load = () => loadavg()[0]?.toFixed(1) ?? "?"
-const loadAtStart = load()
+const loadNow = () => loadavg()[0]?.toFixed(1) ?? "?"
+const loadAtStart = loadNow()
+
+const columnName = (setup: Setup, build: Build) => build.label === "" ? setup.name : `${setup.name}, ${build.label}`
+
+/** The run with the median rate, for the summary row. */
+const median = (loads: ReadonlyArray<Load>): Load | undefined =>
+  [...loads].sort((a, b) => a.rps - b.rps)[Math.floor((loads.length - 1) / 2)]
 
 const work = tempDir()
-const results = new Map<string, Map<string, Load>>()
+/** Per column (setup and build), per workload, one load per run. */
+const results = new Map<string, Map<string, Array<Load>>>()
 let postgres: PostgresCluster | undefined
 // Interrupted (Ctrl-C): the cluster and the files go too; the servers, our children, get the same signal.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -190,31 +238,47 @@ try {
   writeFileSync(extra, JSON.stringify(completionFixture))
   files.push(extra)
   const dbPath = join(work, "bench.db")
-  importInto(files, dbPath)
-  postgres = await startPostgres()
-  const pgUrl = `${postgres.base}/postgres`
-  importInto(files, pgUrl)
-  const setups: ReadonlyArray<Setup> = [
-    { name: "SQLite, 1 process", processes: 1, env: {}, database: dbPath },
-    { name: "SQLite, 2 processes", processes: 2, env: {}, database: dbPath },
-    { name: "PostgreSQL, 1 process", processes: 1, env: {}, database: pgUrl },
-    { name: "PostgreSQL, 2 processes", processes: 2, env: {}, database: pgUrl }
+  const setups: Array<Setup> = []
+  if (databases.has("sqlite")) {
+    importInto(files, dbPath)
+    setups.push(
+      { name: "SQLite, 1 process", processes: 1, env: {}, database: dbPath },
+      { name: "SQLite, 2 processes", processes: 2, env: {}, database: dbPath }
+    )
+  }
+  if (databases.has("pg")) {
+    postgres = await startPostgres()
+    const pgUrl = `${postgres.base}/postgres`
+    importInto(files, pgUrl)
+    setups.push(
+      { name: "PostgreSQL, 1 process", processes: 1, env: {}, database: pgUrl },
+      { name: "PostgreSQL, 2 processes", processes: 2, env: {}, database: pgUrl }
+    )
+  }
+  const builds: ReadonlyArray<Build> = [
+    { label: "", binary },
+    ...(args.against === undefined ? [] : [buildAt(args.against, work)])
   ]
-  for (const setup of setups) {
-    const servers: Array<Server> = []
-    try {
-      for (let i = 0; i < setup.processes; i++) {
-        servers.push(await startServer(binary, setup.database, await freePort(), setup.env))
+  for (let run = 0; run < repeat; run++) {
+    for (const setup of setups) {
+      for (const build of builds) {
+        const column = columnName(setup, build)
+        const servers: Array<Server> = []
+        try {
+          for (let i = 0; i < setup.processes; i++) {
+            servers.push(await startServer(build.binary, setup.database, await freePort(), setup.env))
+          }
+          const row = results.get(column) ?? new Map<string, Array<Load>>()
+          for (const workload of workloads) {
+            const load = await measure(work, servers, workload)
+            row.set(workload.name, [...(row.get(workload.name) ?? []), load])
+            console.error(`run ${run + 1}, ${column}, ${workload.name}: ${cell(load)} (load average ${loadNow()})`)
+          }
+          results.set(column, row)
+        } finally {
+          await Promise.all(servers.map((s) => s.stop()))
+        }
       }
-      const row = new Map<string, Load>()
-      for (const workload of workloads) {
-        const load = await measure(work, servers, workload)
-        row.set(workload.name, load)
-        console.error(`${setup.name}, ${workload.name}: ${cell(load)}`)
-      }
-      results.set(setup.name, row)
-    } finally {
-      await Promise.all(servers.map((s) => s.stop()))
     }
   }
 } finally {
@@ -223,14 +287,21 @@ try {
 }
 
 const names = [...results.keys()]
+const rows = workloads.flatMap((w) => [
+  ...(repeat === 1 ? [] : Array.from({ length: repeat }, (_, i) => [
+    `${w.name}, run ${i + 1}`,
+    ...names.map((n) => cell(results.get(n)?.get(w.name)?.[i]))
+  ])),
+  [repeat === 1 ? w.name : `${w.name}, median`, ...names.map((n) => cell(median(results.get(n)?.get(w.name) ?? [])))]
+])
 console.log([
   `${machine()}; wrk, ${connections} connections over the processes, ${seconds} s per cell after a 1 s warm-up, wrk timeout 10 s; ` +
-  `${surveys} surveys × ${responsesPerSurvey} responses; load average ${loadAtStart} at the start, ${load()} at the end; ` +
-  `${new Date().toISOString().slice(0, 16)}Z`,
+  `${surveys} surveys × ${responsesPerSurvey} responses; ${repeat} run(s) per cell, alternating; ` +
+  `load average ${loadAtStart} at the start, ${loadNow()} at the end; ${new Date().toISOString().slice(0, 16)}Z`,
   "",
-  table(["workload", ...names], workloads.map((w) => [w.name, ...names.map((n) => cell(results.get(n)?.get(w.name)))]))
+  table(["workload", ...names], rows)
 ].join("\n"))
-if ([...results.values()].some((row) => [...row.values()].some((l) => l.answered === 0 || l.non2xx > 0 || l.errors > 0))) {
+if ([...results.values()].some((row) => [...row.values()].some((runs) => runs.some((l) => l.answered === 0 || l.non2xx > 0 || l.errors > 0)))) {
   console.log("Some requests were not answered 2xx within the cell's time (wrk waits up to 10 s): those cells are not comparable.")
   process.exitCode = 1
 }
