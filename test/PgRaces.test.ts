@@ -152,3 +152,79 @@ describe.runIf(testDatabase === "postgres")("an erasure and a save of the same p
       expect(left[0]?.n).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
+
+/** Holds the survey's change clock row on `holder` (created when missing), as a save in its last steps would. */
+const holdClock = (holder: Pg.Client, survey: string) =>
+  Effect.zipRight(
+    onOutside(holder, "BEGIN"),
+    onOutside(
+      holder,
+      `INSERT INTO response_clock AS c (survey_id, last_updated_at) VALUES ('${survey}', '2026-01-01T00:00:00.000Z')
+       ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = c.last_updated_at`
+    )
+  )
+
+/** The tables a service connection waiting for a lock has written to (its row-change locks on tables). */
+const writtenByWaiter = (observer: Pg.Client) =>
+  Effect.map(
+    onOutside(
+      observer,
+      `SELECT DISTINCT l.relation::regclass::text AS name FROM pg_locks l
+       JOIN pg_stat_activity a ON a.pid = l.pid
+       JOIN pg_class c ON c.oid = l.relation AND c.relkind = 'r'
+       WHERE a.application_name = 'survey-service' AND a.wait_event_type = 'Lock'
+         AND l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted`
+    ),
+    (result) => decodeAs(Schema.Array(Schema.Struct({ name: Schema.String })), result.rows).map((r) => r.name).sort()
+  )
+
+const completion = JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
+
+describe.runIf(testDatabase === "postgres")("the survey's turn is taken last in a save on PostgreSQL", () => {
+  it.effect("a save waiting for the survey's change clock has already written its response and answers", () =>
+    Effect.gen(function*() {
+      const page = yield* call("GET", "/s/srv_main", { headers: { accept: "application/json" } })
+      const token = bodyOf(PageToken, page).respondentToken
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      yield* holdClock(holder, "srv_main")
+      const saving = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
+      const written = yield* writtenByWaiter(observer)
+      // The survey's count is free meanwhile (the new response's foreign key only shares the row): the
+      // save updates it after taking the clock row.
+      yield* onOutside(observer, "BEGIN")
+      const survey = yield* onOutside(observer, "SELECT id FROM surveys WHERE id = 'srv_main' FOR NO KEY UPDATE NOWAIT")
+      yield* onOutside(observer, "ROLLBACK")
+      yield* onOutside(holder, "COMMIT")
+      expect((yield* Fiber.join(saving)).status).toBe(201)
+      expect(written).toEqual(expect.arrayContaining(["answers", "respondent_responses", "responses"]))
+      expect(survey.rowCount).toBe(1)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("of two saves that may each start an embed link's one response, the second is refused", () =>
+    Effect.gen(function*() {
+      const embed = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ externalUserId: "person-twice" })
+      })
+      const page = yield* call("GET", new URL(bodyOf(EmbedUrl, embed).embedUrl).pathname, { headers: { accept: "application/json" } })
+      const token = bodyOf(PageToken, page).respondentToken
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      // The first save gets as far as the survey's turn and waits there; the second comes meanwhile.
+      yield* holdClock(holder, "srv_main")
+      const first = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
+      yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
+      const second = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
+      yield* waitingOrDone(observer, second, 2)
+      yield* onOutside(holder, "COMMIT")
+
+      expect((yield* Fiber.join(first)).status).toBe(201)
+      expect((yield* Fiber.join(second)).status).toBe(400)
+      const sql = yield* SqlClient.SqlClient
+      const stored = decodeAs(Schema.Array(Count), yield* sql`
+        SELECT count(*) AS n FROM responses WHERE external_user_id = 'person-twice'`.pipe(Effect.orDie))
+      expect(stored[0]?.n).toBe(1)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+})

@@ -24,7 +24,10 @@ const outboxFailingWith = (failure: unknown) =>
     Layer.effect(
       Outbox,
       Effect.map(Outbox, (live) =>
-        Outbox.make({ append: (event) => Effect.zipRight(live.append(event), Effect.die(failure)) }))
+        Outbox.make({
+          append: (event) => Effect.zipRight(live.append(event), Effect.die(failure)),
+          appendAll: (events) => Effect.zipRight(live.appendAll(events), Effect.die(failure))
+        }))
     ).pipe(Layer.provide(Outbox.Default))
   )
 

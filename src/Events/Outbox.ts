@@ -20,28 +20,34 @@ export interface NewEvent {
 export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const append = Effect.fn("Outbox.append")(function*(event: NewEvent) {
+    /** Appends events in one statement, in order; answers their envelopes. */
+    const appendAll = Effect.fn("Outbox.appendAll")(function*(events: ReadonlyArray<NewEvent>) {
       const now = yield* Clock.currentTimeMillis
-      const envelope: EventEnvelope = {
+      const envelopes = events.map((event): EventEnvelope => ({
         id: makeId("evt"),
         type: event.type,
         timestamp: toIso(now),
         formId: event.surveyId,
         data: event.data
-      }
+      }))
+      if (envelopes.length === 0) return envelopes
       yield* sql`INSERT INTO events ${
-        sql.insert({
+        sql.insert(envelopes.map((envelope, i) => ({
           id: envelope.id,
           type: envelope.type,
-          workspaceId: event.workspaceId,
-          surveyId: event.surveyId,
+          workspaceId: events[i]?.workspaceId ?? "",
+          surveyId: envelope.formId,
           payload: JSON.stringify(envelope),
           createdAt: envelope.timestamp,
-          responseId: event.responseId ?? null
-        })
+          responseId: events[i]?.responseId ?? null
+        })))
       }`.pipe(Effect.orDie)
-      return envelope
+      return envelopes
     })
-    return { append } as const
+    const append = Effect.fn("Outbox.append")(function*(event: NewEvent) {
+      const [envelope] = yield* appendAll([event])
+      return envelope ?? (yield* Effect.dieMessage("Outbox.append: no envelope"))
+    })
+    return { append, appendAll } as const
   })
 }) {}

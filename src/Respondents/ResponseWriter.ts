@@ -1,14 +1,17 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { storedValue } from "../Domain/AnswerValue.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { makeId, ResponseId } from "../Domain/Ids.js"
+import { SurveyResponse } from "../Domain/Response.js"
+import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/Outbox.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { refreshAnswerDocuments } from "../Responses/AnswerDocuments.js"
-import { nextUpdatedAt } from "../Responses/ChangeClock.js"
+import { stampChange } from "../Responses/ChangeClock.js"
 import { ResponseRepo } from "../Responses/ResponseRepo.js"
 import { dialectOf } from "../Sql/Dialect.js"
+import { column, rowShape } from "../Sql/Rows.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { missingRequired, type SubmittedAnswer, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
 import { type RespondentContext, tokenRefused } from "./RespondentTokens.js"
@@ -20,6 +23,10 @@ export interface Submission {
 
 const invalid = (message: string, issues: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
   new InvalidRequest({ message, issues })
+
+/** A response this respondent saved before, read by a later save. */
+const Saved = rowShape({ completed: column.num("r.completed") })
+const Answered = rowShape({ questionId: column.text("question_id") })
 
 type ResponseEventType = "response.created" | "response.updated" | "response.completed"
 
@@ -42,8 +49,11 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         // On PostgreSQL the token is held until the save commits: an erasure of the person deletes
         // the token first (src/Responses/ResponseDeletion.ts), so it waits for this save and erases
         // what it stored, or it came first and this save is refused like any unknown token.
+        // A token good for one response is held exclusively by a save that may start one, so that
+        // of two such saves at once the second finds the first's response.
         if (dialectOf(sql) === "pg") {
-          const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash} FOR SHARE`
+          const mode = Option.isNone(target) && respondent.singleResponse !== 0 ? sql`FOR UPDATE` : sql`FOR SHARE`
+          const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash} ${mode}`.values
           if (held.length === 0) return yield* tokenRefused()
         }
         const survey = yield* surveys.findById(respondent.surveyId)
@@ -68,14 +78,14 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         const { accepted, issues } = validateAnswers(checkable, submission.answers)
         if (issues.length > 0) return yield* invalid("Some answers are not valid; nothing was saved.", issues)
 
-        // The change's instant: createdAt of a new response, updatedAt (and completedAt) of every save.
-        const now = yield* nextUpdatedAt(sql, respondent.surveyId)
+        // Written first with the current time; the change's instant replaces it at the end (stampChange).
+        const draft = toIso(yield* Clock.currentTimeMillis)
         const responseId = yield* Option.match(target, {
           onNone: () =>
             Effect.gen(function*() {
               if (respondent.singleResponse !== 0) {
-                const started = yield* sql<{ readonly responseId: string }>`
-                  SELECT response_id FROM respondent_responses WHERE token_hash = ${respondent.tokenHash} LIMIT 1`
+                const started = yield* sql`
+                  SELECT response_id FROM respondent_responses WHERE token_hash = ${respondent.tokenHash} LIMIT 1`.values
                 if (started.length > 0) {
                   return yield* invalid("This embed link already started a response; continue it with PATCH.", [
                     { path: "", message: "one response per embed session" }
@@ -90,24 +100,23 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
                   externalUserId: respondent.externalUserId,
                   completed: 0,
                   completedAt: null,
-                  createdAt: now,
-                  updatedAt: now
+                  createdAt: draft,
+                  updatedAt: draft
                 })
               }`
               yield* sql`INSERT INTO respondent_responses ${sql.insert({ responseId: id, tokenHash: respondent.tokenHash })}`
-              yield* sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${respondent.surveyId}`
               return id
             }),
           onSome: (id) =>
             Effect.gen(function*() {
-              const found = yield* sql<{ readonly completed: number }>`
-                SELECT r.completed FROM responses r
+              const found = yield* sql`
+                SELECT ${sql.literal(Saved.columns)} FROM responses r
                 JOIN respondent_responses o ON o.response_id = r.id
                 WHERE r.id = ${id} AND r.survey_id = ${respondent.surveyId} AND o.token_hash = ${respondent.tokenHash}${
                 // Locked on PostgreSQL: a deletion of the response in flight commits first and this save
                 // then finds nothing (404), or waits for this save (src/Responses/ResponseDeletion.ts).
-                sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF r`, orElse: () => sql`` })}`
-              const row = found[0]
+                sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF r`, orElse: () => sql`` })}`.values
+              const row = found[0] === undefined ? undefined : Saved.read(found[0])
               if (row === undefined) {
                 return yield* new NotFound({ message: `No response ${JSON.stringify(id.slice(0, 64))} for this respondent.` })
               }
@@ -116,7 +125,6 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
                   { path: "responseId", message: "response is completed" }
                 ])
               }
-              yield* sql`UPDATE responses SET updated_at = ${now} WHERE id = ${id}`
               return id
             })
         })
@@ -134,34 +142,44 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         }
 
         if (submission.finished) {
-          const answered = yield* sql<{ readonly questionId: string }>`
-            SELECT question_id FROM answers WHERE response_id = ${responseId}`
-          const missing = missingRequired(checkable, new Set(answered.map((a) => a.questionId)))
+          const answered = yield* sql`
+            SELECT ${sql.literal(Answered.columns)} FROM answers WHERE response_id = ${responseId}`.values
+          const missing = missingRequired(checkable, new Set(answered.map(Answered.at.questionId)))
           if (missing.length > 0) {
             return yield* invalid("Required questions are not answered; nothing was saved.", missing)
           }
-          yield* sql`UPDATE responses SET completed = 1, completed_at = ${now}, updated_at = ${now} WHERE id = ${responseId}`
         }
         yield* refreshAnswerDocuments(sql, [responseId])
-        yield* sql`INSERT INTO response_changes ${
-          sql.insert({ responseId, surveyId: respondent.surveyId, changedAt: now })
-        }`
 
         // The events of this save (v1-extensions §X2.2), in the outbox with the change itself.
         const created = Option.isNone(target)
         const types: ReadonlyArray<ResponseEventType> = submission.finished
           ? (created ? ["response.created", "response.completed"] : ["response.completed"])
           : [created ? "response.created" : "response.updated"]
-        const response = yield* responses.findById(respondent.surveyId, ResponseId.make(responseId)).pipe(Effect.flatMap(Effect.orDie))
-        for (const type of types) {
-          yield* outbox.append({
-            type,
-            workspaceId,
-            surveyId: respondent.surveyId,
-            responseId,
-            data: { responseId, externalUserId: response.externalUserId, response }
-          })
-        }
+        const drafted = yield* responses.findById(respondent.surveyId, ResponseId.make(responseId)).pipe(
+          Effect.flatMap(Effect.orDie)
+        )
+        // Last: the change's instant and what follows it take the survey's turn until commit.
+        const now = yield* stampChange(sql, {
+          surveyId: respondent.surveyId,
+          responseId,
+          created,
+          completed: submission.finished
+        })
+        const response = new SurveyResponse({
+          ...drafted,
+          createdAt: created ? now : drafted.createdAt,
+          updatedAt: now,
+          completed: drafted.completed || submission.finished,
+          completedAt: submission.finished ? now : drafted.completedAt
+        }, { disableValidation: true })
+        yield* outbox.appendAll(types.map((type) => ({
+          type,
+          workspaceId,
+          surveyId: respondent.surveyId,
+          responseId,
+          data: { responseId, externalUserId: response.externalUserId, response }
+        })))
         return { responseId, created } as const
       })
 

@@ -1,63 +1,110 @@
-import { SqlClient } from "@effect/sql"
+import type { SqlClient, Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { toIso } from "../Domain/Time.js"
+import { column, rowShape } from "../Sql/Rows.js"
 
 const millisOf = (instant: string | null): number => {
   const parsed = instant === null || instant === "" ? Number.NaN : Date.parse(instant)
   return Number.isFinite(parsed) ? parsed : Number.NEGATIVE_INFINITY
 }
 
+/** A save of one response, about to commit: what its change instant is written into. */
+export interface Change {
+  readonly surveyId: string
+  readonly responseId: string
+  /** The save created the response: its `createdAt` is the instant too, and the survey counts one more. */
+  readonly created: boolean
+  /** The save completes the response: `completed` is set and `completedAt` is the instant. */
+  readonly completed: boolean
+}
+
+const Stamped = rowShape({ at: column.text("at") })
+const Latest = rowShape({ last: column.nullableText("last") })
+
 /**
- * The `updatedAt` of a change to one of a survey's responses. Call it inside the change's
- * transaction: it answers the current time, or one millisecond after the last instant given out
- * for the survey when that is later (a burst of changes within one millisecond, a wall clock
- * stepped back), and records it. Writers are serialised (SQLite holds one write transaction at a
- * time; PostgreSQL waits on the survey's locked clock row), so within a survey `updatedAt` grows
- * strictly in the order in which changes commit: a change committed after a poll read the list can
- * never sort before what that poll saw.
+ * PostgreSQL's instant after `last` (an ISO text; empty or null when there is none) for a change
+ * made at `now`: the later of `now` and one millisecond after `last`, in the service's ISO form.
+ * The server computes it in the statement that locks the clock row, so that locking and
+ * recording take one round trip.
  */
-export const nextUpdatedAt = Effect.fn("Responses.nextUpdatedAt")(function*(
-  sql: SqlClient.SqlClient,
-  surveyId: string
-) {
-  const now = yield* Clock.currentTimeMillis
+const following = (sql: SqlClient.SqlClient, last: Statement.Fragment, now: string) =>
+  sql`to_char(GREATEST(${now}::timestamptz, NULLIF(${last}, '')::timestamptz + interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/**
+ * Gives a save its instant and records the change: `updatedAt` (and `createdAt` of a new response,
+ * `completedAt` of a completing save), the survey's response count for a new response, and the
+ * `response_changes` row the aggregator follows. Call it last in the save's transaction, after
+ * every other write: the instant is the current time, or one millisecond after the last instant
+ * given out for the survey when that is later (a burst within one millisecond, a wall clock
+ * stepped back).
+ *
+ * Writers of a survey take turns from here to their commit (SQLite holds one write transaction at
+ * a time; PostgreSQL locks the survey's clock row, and the survey row for a new response, until
+ * commit), so within a survey `updatedAt` grows strictly in the order in which changes commit: a
+ * change committed after a poll read the list can never sort before what that poll saw. Because
+ * those locks are held to commit, every round trip made after taking them makes the survey's
+ * other saves wait: on PostgreSQL this is one statement, followed only by the save's events and
+ * the commit.
+ */
+export const stampChange = Effect.fn("Responses.stampChange")(function*(sql: SqlClient.SqlClient, change: Change) {
+  const now = toIso(yield* Clock.currentTimeMillis)
+  const { responseId, surveyId } = change
   return yield* sql.onDialectOrElse({
-    // PostgreSQL runs writers side by side. One statement locks the survey's clock row (created
-    // empty when missing) and reads it, so that the next writer for the survey reads this one's
-    // instant after it commits; a second one records the new instant. The row is held until
-    // commit, so the fewer round trips before it is recorded, the shorter other saves wait.
     pg: () =>
       Effect.gen(function*() {
-        const held = yield* sql<{ readonly last: string }>`
-          INSERT INTO response_clock AS c (survey_id, last_updated_at) VALUES (${surveyId}, '')
-          ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = c.last_updated_at
-          RETURNING c.last_updated_at AS last`
-        let last = held[0]?.last ?? ""
-        if (last === "") {
-          // Created just now (an empty instant is never committed): the survey's responses so
-          // far were only imported, and the next instant follows their latest change.
-          const imported = yield* sql<{ readonly last: string | null }>`
-            SELECT MAX(updated_at) AS last FROM responses WHERE survey_id = ${surveyId}`
-          last = imported[0]?.last ?? ""
+        // The first save through the service follows the survey's imported responses. Every part
+        // reads `clock`, so the clock row is locked first, then the survey row; the others wait
+        // on the clock row and never hold the survey row while they do.
+        const imported = sql`(SELECT MAX(updated_at) FROM responses WHERE survey_id = ${surveyId} AND id <> ${responseId})`
+        const rows = yield* sql`WITH clock AS (
+            INSERT INTO response_clock AS c (survey_id, last_updated_at)
+            VALUES (${surveyId}, ${following(sql, imported, now)})
+            ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = ${following(sql, sql`c.last_updated_at`, now)}
+            RETURNING c.last_updated_at AS at
+          ), stamped AS (
+            UPDATE responses SET updated_at = clock.at${change.created ? sql`, created_at = clock.at` : sql``}${
+          change.completed ? sql`, completed = 1, completed_at = clock.at` : sql``
         }
-        const next = toIso(Math.max(now, millisOf(last) + 1))
-        yield* sql`UPDATE response_clock SET last_updated_at = ${next} WHERE survey_id = ${surveyId}`
-        return next
+            FROM clock WHERE responses.id = ${responseId}
+            RETURNING responses.id
+          ), changed AS (
+            INSERT INTO response_changes (response_id, survey_id, changed_at)
+            SELECT ${responseId}, ${surveyId}, clock.at FROM clock
+            RETURNING seq
+          )${
+          change.created
+            ? sql`, counted AS (
+            UPDATE surveys SET response_count = response_count + 1
+            FROM clock WHERE surveys.id = ${surveyId}
+            RETURNING surveys.id
+          )`
+            : sql``
+        }
+          SELECT at FROM clock`.values
+        const row = rows[0]
+        if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
+        return Stamped.read(row).at
       }),
     // SQLite holds one write transaction at a time: reading and recording need no lock.
     orElse: () =>
       Effect.gen(function*() {
         // The clock row, or for a survey whose responses were only imported so far, their latest change.
-        const rows = yield* sql<{ readonly last: string | null }>`
+        const rows = yield* sql`
           SELECT MAX(t) AS last FROM (
             SELECT last_updated_at AS t FROM response_clock WHERE survey_id = ${surveyId}
             UNION ALL
-            SELECT MAX(updated_at) AS t FROM responses WHERE survey_id = ${surveyId}
-          ) AS known`
-        const next = toIso(Math.max(now, millisOf(rows[0]?.last ?? null) + 1))
-        yield* sql`INSERT INTO response_clock (survey_id, last_updated_at) VALUES (${surveyId}, ${next})
+            SELECT MAX(updated_at) AS t FROM responses WHERE survey_id = ${surveyId} AND id <> ${responseId}
+          ) AS known`.values
+        const last = rows[0] === undefined ? null : Latest.read(rows[0]).last
+        const at = toIso(Math.max(Date.parse(now), millisOf(last) + 1))
+        yield* sql`INSERT INTO response_clock (survey_id, last_updated_at) VALUES (${surveyId}, ${at})
           ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = excluded.last_updated_at`
-        return next
+        yield* sql`UPDATE responses SET updated_at = ${at}${change.created ? sql`, created_at = ${at}` : sql``}${
+          change.completed ? sql`, completed = 1, completed_at = ${at}` : sql``
+        } WHERE id = ${responseId}`
+        if (change.created) yield* sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId}`
+        yield* sql`INSERT INTO response_changes ${sql.insert({ responseId, surveyId, changedAt: at })}`
+        return at
       })
   })
 })
