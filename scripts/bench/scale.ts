@@ -18,6 +18,7 @@ import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import * as Pg from "pg"
 import { BENCH_TOKEN, surveyId, writeDataset } from "./Dataset.js"
 import { freePort, type PostgresCluster, startPostgres } from "../../test/support/PostgresCluster.js"
 import { buildBinary, cleanup, databaseArgs, machine, root, type Server, startServer, table, tempDir } from "./support.js"
@@ -109,6 +110,11 @@ interface Load {
   readonly non2xx: number
   /** Requests wrk gave up on: no answer within its timeout, or a socket error. */
   readonly errors: number
+  /**
+   * PostgreSQL only: of the service's connections running a statement, how many waited for a
+   * lock, on average over samples of pg_stat_activity taken every 100 ms during the cell.
+   */
+  readonly lockWaits?: { readonly waiting: number; readonly active: number }
 }
 
 const millis = (text: string) => {
@@ -148,12 +154,46 @@ const wrk = async (server: Server, workload: Workload, conns: number, duration: 
 }
 
 /** Loads every process at once, each with its share of the connections; answers the sums. */
-const measure = async (dir: string, servers: ReadonlyArray<Server>, workload: Workload): Promise<Load> => {
+/** Samples the service's connections in pg_stat_activity until `until` settles: mean waiting on a lock, mean active. */
+const sampleLocks = async (url: string, until: Promise<unknown>) => {
+  const client = new Pg.Client({ connectionString: url })
+  await client.connect()
+  let done = false
+  void until.finally(() => {
+    done = true
+  })
+  let waiting = 0
+  let active = 0
+  let samples = 0
+  try {
+    for (let i = 0; i < seconds * 10 + 100 && !done; i++) {
+      const result = await client.query(
+        `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock') AS waiting, count(*) FILTER (WHERE state = 'active') AS active
+         FROM pg_stat_activity WHERE application_name = 'survey-service'`
+      )
+      const row: unknown = result.rows[0]
+      if (typeof row === "object" && row !== null && "waiting" in row && "active" in row) {
+        waiting += Number(row.waiting)
+        active += Number(row.active)
+        samples += 1
+      }
+      await Bun.sleep(100)
+    }
+  } finally {
+    await client.end()
+  }
+  return samples === 0 ? undefined : { waiting: waiting / samples, active: active / samples }
+}
+
+const measure = async (dir: string, servers: ReadonlyArray<Server>, workload: Workload, pgUrl?: string): Promise<Load> => {
   const scripts = await Promise.all(servers.map((s) => workload.script?.(dir, s)))
   const share = Math.max(1, Math.floor(connections / servers.length))
   await Promise.all(servers.map((s, i) => wrk(s, workload, share, 1, scripts[i]))) // warm-up, not kept
-  const loads = await Promise.all(servers.map((s, i) => wrk(s, workload, share, seconds, scripts[i])))
+  const running = Promise.all(servers.map((s, i) => wrk(s, workload, share, seconds, scripts[i])))
+  const lockWaits = pgUrl === undefined ? undefined : await sampleLocks(pgUrl, running)
+  const loads = await running
   return {
+    ...(lockWaits === undefined ? {} : { lockWaits }),
     answered: loads.reduce((sum, l) => sum + l.answered, 0),
     rps: loads.reduce((sum, l) => sum + l.rps, 0),
     p99Ms: Math.max(...loads.map((l) => l.p99Ms)),
@@ -169,6 +209,10 @@ const cell = (load: Load | undefined) =>
     ? `no answer within ${seconds} s${load.errors > 0 ? `, ${load.errors} timeouts/errors` : ""}`
     : `${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms.toFixed(1)} ms${load.non2xx > 0 ? `, ${load.non2xx} non-2xx` : ""}${
     load.errors > 0 ? `, ${load.errors} timeouts/errors` : ""
+  }${
+    load.lockWaits === undefined
+      ? ""
+      : `; ${load.lockWaits.waiting.toFixed(1)} of ${load.lockWaits.active.toFixed(1)} active connections wait on a lock`
   }`
 
 interface Setup {
@@ -176,6 +220,8 @@ interface Setup {
   readonly processes: number
   readonly env: Record<string, string>
   readonly database: string
+  /** PostgreSQL: the URL on which the run samples the service's connections. */
+  readonly pgUrl?: string
 }
 
 interface Build {
@@ -251,8 +297,8 @@ try {
     const pgUrl = `${postgres.base}/postgres`
     importInto(files, pgUrl)
     setups.push(
-      { name: "PostgreSQL, 1 process", processes: 1, env: {}, database: pgUrl },
-      { name: "PostgreSQL, 2 processes", processes: 2, env: {}, database: pgUrl }
+      { name: "PostgreSQL, 1 process", processes: 1, env: {}, database: pgUrl, pgUrl },
+      { name: "PostgreSQL, 2 processes", processes: 2, env: {}, database: pgUrl, pgUrl }
     )
   }
   const builds: ReadonlyArray<Build> = [
@@ -270,7 +316,7 @@ try {
           }
           const row = results.get(column) ?? new Map<string, Array<Load>>()
           for (const workload of workloads) {
-            const load = await measure(work, servers, workload)
+            const load = await measure(work, servers, workload, setup.pgUrl)
             row.set(workload.name, [...(row.get(workload.name) ?? []), load])
             console.error(`run ${run + 1}, ${column}, ${workload.name}: ${cell(load)} (load average ${loadNow()})`)
           }
