@@ -138,6 +138,16 @@ describe("start-up with database settings that do not work", () => {
     }
   })
 
+  it("a URL that sets statement_timeout itself: one line naming the setting it would override, and exit 1", () => {
+    const url = `postgres://survey:hunter2@127.0.0.1:${closedPort()}/survey?sslmode=disable&statement_timeout=0`
+    for (const run of [start(["serve", "--port", "0", "--database-url", url]), start(["migrate"], { DATABASE_URL: url })]) {
+      expect(run.code).toBe(1)
+      expect(run.stderr.split("\n")).toHaveLength(1)
+      expect(run.stderr).toMatch(/^error: DATABASE_URL sets statement_timeout, which would override DATABASE_STATEMENT_TIMEOUT_MS/)
+      expect(run.stderr + run.stdout).not.toContain("hunter2")
+    }
+  })
+
   it("a pool size, pool timeout or statement timeout that is not a whole number in range: one line naming it, and exit 1", () => {
     for (const [env, args, name] of [
       [{ DATABASE_POOL_SIZE: "0" }, ["migrate"], "DATABASE_POOL_SIZE"],

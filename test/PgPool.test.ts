@@ -10,6 +10,7 @@ import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { call, decodeAs, get, TestDatabase, testDatabase, TestServer } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
 import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
+import { tcpProxy } from "./support/TcpProxy.js"
 import { eventually } from "./support/WebhookReceiver.js"
 import { polled, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 
@@ -182,5 +183,35 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       yield* onOutside(holder, "ROLLBACK")
       const left = yield* onOutside(holder, `SELECT count(*) AS n FROM responses WHERE id = 'rsp_1'`)
       expect(Number(left.rows[0]?.n)).toBe(1)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
+
+  // One connection: a statement stuck on it for good would keep every later request waiting.
+  it.live("a connection that went silent (no answer, no reset) is given up: the request answers 503, and once the path is back the next one is served", () =>
+    Effect.gen(function*() {
+      const db = yield* sharedDatabase(baseFixture)
+      const url = new URL(db.flags[1] ?? "")
+      const proxy = yield* tcpProxy(url.hostname, Number(url.port))
+      const proxied = new URL(url)
+      proxied.port = String(proxy.port)
+      const server = yield* serveProcess(["--database-url", proxied.href], {
+        DATABASE_STATEMENT_TIMEOUT_MS: "1000",
+        DATABASE_POOL_SIZE: "1"
+      })
+      const survey = request(`${server.base}/api/v1/surveys/srv_main`, { headers: { authorization: `Bearer ${TOKENS.editor}` } })
+      expect((yield* within("a read through the proxy", survey)).status).toBe(200)
+
+      // The path goes silent: the connection stays open, nothing comes back. The read's statement
+      // (or a background loop's, if it took the connection first) waits for an answer until the
+      // service gives the connection up.
+      proxy.forward(false)
+      const refused = yield* within("the read's answer while the path is silent", survey)
+      expect(refused.status).toBe(503)
+      expect(JSON.parse(refused.text)).toMatchObject({ code: "service_unavailable" })
+
+      // Back: a statement still stuck then (a background loop's, sent just before) is given up in
+      // its turn, so the reads are polled until one is served; a connection stuck for good never is.
+      proxy.forward(true)
+      const served = yield* polled("a read to be served once the path is back", survey, (r) => r.status === 200)
+      expect(served.status).toBe(200)
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })

@@ -8,6 +8,7 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, type AppSettings } from "../Config.js"
 import { isSqliteBusy } from "./Busy.js"
+import { LIFT_STATEMENT_TIMEOUT } from "./Dialect.js"
 
 /**
  * A name transform remembered per name: the client renames every column of every row it reads,
@@ -141,14 +142,50 @@ const boundArgs = (args: Array<unknown>): Array<unknown> => {
   return args
 }
 
-/** A `pg` client whose statements bind their parameters through `bound`. */
-class ServiceClient extends Pg.Client {
-  constructor(config?: string | Pg.ClientConfig) {
-    super(config)
-    const query = this.query.bind(this) as (...args: Array<unknown>) => unknown
-    this.query = ((...args: Array<unknown>) => query(...boundArgs(args))) as Pg.Client["query"]
+/**
+ * How long the client waits for the answer to a statement before it takes the connection for
+ * dead: the server's own timeout, plus `ANSWER_GRACE_MS` for the answer to arrive.
+ */
+export const ANSWER_GRACE_MS = 5000
+
+/** The error a statement fails with when its connection gave no answer in time (read as "database unavailable"). */
+const noAnswer = (ms: number) =>
+  Object.assign(new Error(`Connection terminated: no answer from PostgreSQL within ${ms} ms`), { code: "ETIMEDOUT" })
+
+/**
+ * `pg` clients whose statements bind their parameters through `bound`, and whose statements get
+ * an answer within `answerWithinMs` or lose their connection. A server that stopped answering
+ * without closing the connection (a frozen host or process, a network path that drops packets)
+ * otherwise leaves a statement waiting until TCP gives up, many minutes later; its own
+ * `statement_timeout` cannot end it, since the answer would not arrive either. Destroying the
+ * socket fails the statement as a lost connection (503), and the pool drops the connection.
+ */
+const serviceClient = (answerWithinMs: number) =>
+  class ServiceClient extends Pg.Client {
+    /** In a transaction that lifted the statement timeout: no bound until it ends. */
+    private unbounded = false
+
+    constructor(config?: string | Pg.ClientConfig) {
+      super(config)
+      // An error after the connection was given up (its socket destroyed) has no listener left to take it.
+      this.on("error", () => {})
+      const query = this.query.bind(this) as (...args: Array<unknown>) => unknown
+      this.query = ((...args: Array<unknown>) => {
+        const bound = boundArgs(args)
+        const text = typeof bound[0] === "string" ? bound[0] : undefined
+        if (text === LIFT_STATEMENT_TIMEOUT) this.unbounded = true
+        else if (text === "COMMIT" || text === "ROLLBACK") this.unbounded = false
+        const callback = bound[bound.length - 1]
+        if (this.unbounded || typeof callback !== "function") return query(...bound)
+        const timer = setTimeout(() => this.connection.stream.destroy(noAnswer(answerWithinMs)), answerWithinMs)
+        bound[bound.length - 1] = (error: unknown, result: unknown) => {
+          clearTimeout(timer)
+          callback(error, result)
+        }
+        return query(...bound)
+      }) as Pg.Client["query"]
+    }
   }
-}
 
 /** Where a PostgreSQL URL points, without its password: for the start-up error. */
 const described = (url: string): string => {
@@ -184,7 +221,8 @@ export interface PoolSettings {
    * default 30000), sent in the connection's start-up packet: PostgreSQL itself fails a statement
    * that runs longer, waits for a lock included, and its transaction rolls back on the same
    * connection, which stays usable. Statements are never cancelled from the service
-   * (`steady`), so this is what bounds a statement and the request, or the drain, waiting for it.
+   * (`steady`), so this is what bounds a statement and the request, or the drain, waiting for it;
+   * on a connection that went silent, the client gives up `ANSWER_GRACE_MS` later (serviceClient).
    */
   readonly statementTimeoutMs: number
 }
@@ -213,8 +251,12 @@ const acquirePool = (url: Redacted.Redacted<string>, settings: PoolSettings) =>
           connectionTimeoutMillis: settings.acquireTimeoutMs,
           max: settings.size,
           statement_timeout: settings.statementTimeoutMs,
+          // Idle connections to a host that went away are noticed by TCP keepalive probes; a
+          // statement waiting for an answer is bounded by the client (serviceClient).
+          keepAlive: true,
+          keepAliveInitialDelayMillis: 10_000,
           types: pgTypes,
-          Client: ServiceClient
+          Client: serviceClient(settings.statementTimeoutMs + ANSWER_GRACE_MS)
         })
         // A connection lost while idle: the pool drops it and the next statement opens another.
         pool.on("error", () => {})
@@ -274,6 +316,32 @@ const steady = (connection: SqlConnection.Connection): SqlConnection.Connection 
 })
 
 /**
+ * Refuses a URL that sets `statement_timeout` as a parameter of its own: `pg` lets the URL's
+ * parameters override the pool's options, so it would silently replace
+ * `DATABASE_STATEMENT_TIMEOUT_MS`, which the service documents as the bound on every statement.
+ * (A `-c statement_timeout=…` inside `?options=` is no conflict: the server applies the setting,
+ * sent as a start-up parameter of its own, after the options.)
+ */
+const refuseOverridingUrl = (url: Redacted.Redacted<string>) =>
+  Effect.suspend(() => {
+    let parameters: URLSearchParams
+    try {
+      parameters = new URL(Redacted.value(url)).searchParams
+    } catch {
+      return Effect.void // not a URL: the connection check names it
+    }
+    return parameters.has("statement_timeout")
+      ? Effect.fail(
+        new SqlError.SqlError({
+          cause: undefined,
+          message: "DATABASE_URL sets statement_timeout, which would override DATABASE_STATEMENT_TIMEOUT_MS: " +
+            "remove it from the URL and set DATABASE_STATEMENT_TIMEOUT_MS (or --database-statement-timeout-ms) instead"
+        })
+      )
+      : Effect.void
+  })
+
+/**
  * The PostgreSQL client: `@effect/sql-pg`'s connections from the pool, each taken for one
  * statement or one transaction and made `steady`. Taking a connection cannot be interrupted
  * either (a connection the pool hands to a fiber that stopped waiting would never go back);
@@ -281,6 +349,7 @@ const steady = (connection: SqlConnection.Connection): SqlConnection.Connection 
  */
 const steadyPgClient = (url: Redacted.Redacted<string>, pool: PoolSettings) =>
   Effect.gen(function*() {
+    yield* refuseOverridingUrl(url)
     const base = yield* PgClient.fromPool(pgClientOptions(url, pool))
     const connection = Effect.map(Effect.uninterruptible(base.reserve), steady)
     return yield* SqlClient.make({

@@ -54,6 +54,13 @@ export const toNumbered = (text: string): string => {
 export const positional = (sql: SqlClient.SqlClient, text: string): string =>
   dialectOf(sql) === "pg" ? toNumbered(text) : text
 
+/**
+ * PostgreSQL: the statement with which a transaction lifts the statement timeout for its remaining
+ * statements (migrations). The client's own bound on waiting for an answer (src/Sql/Database.ts)
+ * is lifted with it, until the transaction ends.
+ */
+export const LIFT_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0"
+
 /** The tables read in order of their serial `seq` by a position that only moves forward. */
 export type LogTable = "events" | "response_changes"
 

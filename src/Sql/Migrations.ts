@@ -1,5 +1,6 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import { LIFT_STATEMENT_TIMEOUT } from "./Dialect.js"
 import Foundation from "./migrations/0001_foundation.js"
 import Events from "./migrations/0002_events.js"
 import Respondents from "./migrations/0003_respondents.js"
@@ -39,7 +40,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
 const unbounded = (migration: Effect.Effect<void, unknown, SqlClient.SqlClient>): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.zipRight(
-      sql.onDialectOrElse({ pg: () => Effect.asVoid(sql`SET LOCAL statement_timeout = 0`), orElse: () => Effect.void }),
+      sql.onDialectOrElse({ pg: () => Effect.asVoid(sql.unsafe(LIFT_STATEMENT_TIMEOUT)), orElse: () => Effect.void }),
       migration
     ))
 
