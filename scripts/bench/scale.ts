@@ -165,6 +165,8 @@ const sampleLocks = async (url: string, until: Promise<unknown>) => {
   let waiting = 0
   let active = 0
   let samples = 0
+  /** What the waiting statements wait on, by lock and statement, for the log. */
+  const waits = new Map<string, number>()
   try {
     for (let i = 0; i < seconds * 10 + 100 && !done; i++) {
       const result = await client.query(
@@ -177,11 +179,21 @@ const sampleLocks = async (url: string, until: Promise<unknown>) => {
         active += Number(row.active)
         samples += 1
       }
+      const waiters = await client.query(
+        `SELECT wait_event || ': ' || regexp_replace(left(query, 40), '\\s+', ' ', 'g') AS what FROM pg_stat_activity
+         WHERE application_name = 'survey-service' AND wait_event_type = 'Lock'`
+      )
+      for (const w of waiters.rows) {
+        const what: unknown = typeof w === "object" && w !== null && "what" in w ? w.what : undefined
+        if (typeof what === "string") waits.set(what, (waits.get(what) ?? 0) + 1)
+      }
       await Bun.sleep(100)
     }
   } finally {
     await client.end()
   }
+  const top = [...waits].sort((a, b) => b[1] - a[1]).slice(0, 3)
+  if (top.length > 0) console.error(`  lock waits: ${top.map(([what, n]) => `${(n / Math.max(1, samples)).toFixed(1)} × ${what}`).join("; ")}`)
   return samples === 0 ? undefined : { waiting: waiting / samples, active: active / samples }
 }
 
