@@ -7,7 +7,7 @@ import { refreshAnswerDocuments } from "../src/Responses/AnswerDocuments.js"
 import { storedRendering } from "./support/AnswerDocuments.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
-import { bodyOf, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, get, testDatabase, TestServer } from "./support/TestServer.js"
 
 /**
  * The responses list answers each response's stored rendering of its answers while it is current
@@ -153,7 +153,8 @@ describe("migration 0009", () => {
         const answers = yield* sql`SELECT response_id, question_id FROM answers ORDER BY response_id, question_id`
         expect(answers.length).toBe(3)
         expect((yield* sql`SELECT response_id FROM respondent_responses`).length).toBe(1)
-        expect(yield* sql`PRAGMA foreign_key_check`).toEqual([])
+        // SQLite checks the rebuilt table's foreign keys only when asked; PostgreSQL checked each row.
+        if (testDatabase === "sqlite") expect(yield* sql`PRAGMA foreign_key_check`).toEqual([])
         const rows = yield* sql`SELECT id, answers_json FROM responses ORDER BY survey_id, created_at, id`.values
         expect(rows).toEqual([
           ["rsp_2", `[{"fieldId":null,"type":null,"value":"z","values":["z"]}]`],

@@ -1,10 +1,13 @@
 import { Migrator, SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { pgClientOptions } from "../../src/Sql/Database.js"
 import { migrations } from "../../src/Sql/Migrations.js"
+import { postgresDatabase, testDatabase } from "./TestServer.js"
 
 /** Runs the migrations whose ids sort up to `last` ("0008_~": everything before 0009). */
 export const migrateUpTo = (last: string) =>
@@ -14,11 +17,22 @@ export const migrateUpTo = (last: string) =>
   })
 
 /**
- * Runs `body` on a bare SQLite file of its own (foreign keys on, no migration run yet), removed
- * when the scope closes: for tests of a migration over data written before it.
+ * Runs `body` on a bare database of its own, removed when the scope closes: for tests of a
+ * migration over data written before it. On SQLite a file (foreign keys on, no migration run
+ * yet); on the PostgreSQL pass an empty database of the test cluster. Rows come back with their
+ * column names as stored on both.
  */
 export const withBareDatabase = <A, E>(prefix: string, body: Effect.Effect<A, E, SqlClient.SqlClient>) =>
   Effect.gen(function*() {
+    if (testDatabase === "postgres") {
+      const url = yield* postgresDatabase(undefined, { migrated: false })
+      const client = PgClient.layerFromPool({
+        ...pgClientOptions(Redacted.make(url)),
+        transformQueryNames: undefined,
+        transformResultNames: undefined
+      })
+      return yield* body.pipe(Effect.provide(Layer.fresh(client)))
+    }
     const dir = yield* Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), prefix))),
       (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true }))

@@ -47,12 +47,13 @@ let created = 0
  * database for every layer naming it (as two layers share one SQLite file) and is left for the
  * cluster's end; otherwise it is the test's own and dropped afterwards.
  */
-export const postgresDatabase = (shared?: string) =>
+export const postgresDatabase = (shared?: string, options: { readonly migrated: boolean } = { migrated: true }) =>
   Effect.gen(function*() {
     const name = shared !== undefined
       ? `s_${createHash("sha256").update(shared).digest("hex").slice(0, 24)}`
       : `t_${process.pid}_${++created}_${randomBytes(4).toString("hex")}`
-    yield* onAdmin(`CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`).pipe(
+    // Not migrated: an empty database (template0), for a test that migrates it step by step.
+    yield* onAdmin(`CREATE DATABASE ${name} TEMPLATE ${options.migrated ? templateDatabase : "template0"}`).pipe(
       Effect.catchIf(alreadyThere, () => Effect.void)
     )
     if (shared === undefined) {
