@@ -30,6 +30,12 @@ const Latest = rowShape({ last: column.nullableText("last") })
 const following = (sql: SqlClient.SqlClient, last: Statement.Fragment, now: string) =>
   sql`to_char(GREATEST(${now}::timestamptz, NULLIF(${last}, '')::timestamptz + interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
+/** The response's columns that take the change's instant `at`. */
+const stamps = (sql: SqlClient.SqlClient, change: Change, at: string) =>
+  sql`updated_at = ${at}${change.created ? sql`, created_at = ${at}` : sql``}${
+    change.completed ? sql`, completed = 1, completed_at = ${at}` : sql``
+  }`
+
 /**
  * Gives a save its instant and records the change: `updatedAt` (and `createdAt` of a new response,
  * `completedAt` of a completing save), the survey's response count for a new response, and the
@@ -43,7 +49,7 @@ const following = (sql: SqlClient.SqlClient, last: Statement.Fragment, now: stri
  * commit), so within a survey `updatedAt` grows strictly in the order in which changes commit: a
  * change committed after a poll read the list can never sort before what that poll saw. Because
  * those locks are held to commit, every round trip made after taking them makes the survey's
- * other saves wait: on PostgreSQL this is one statement, followed only by the save's events and
+ * other saves wait: on PostgreSQL these are two statements, followed only by the save's events and
  * the commit.
  */
 export const stampChange = Effect.fn("Responses.stampChange")(function*(sql: SqlClient.SqlClient, change: Change) {
@@ -52,38 +58,31 @@ export const stampChange = Effect.fn("Responses.stampChange")(function*(sql: Sql
   return yield* sql.onDialectOrElse({
     pg: () =>
       Effect.gen(function*() {
-        // The first save through the service follows the survey's imported responses. Every part
-        // reads `clock`, so the clock row is locked first, then the survey row; the others wait
-        // on the clock row and never hold the survey row while they do.
+        // One statement locks the clock row and records the instant; the first save through the
+        // service follows the survey's imported responses. A save waiting here has written only
+        // to its own rows: it holds nothing that the aggregator's or another survey's writers wait
+        // for (the aggregator's `LOCK TABLE response_changes IN SHARE MODE` waits for every
+        // transaction that wrote a change row, src/Sql/Dialect.ts `readSettled`).
         const imported = sql`(SELECT MAX(updated_at) FROM responses WHERE survey_id = ${surveyId} AND id <> ${responseId})`
-        const rows = yield* sql`WITH clock AS (
-            INSERT INTO response_clock AS c (survey_id, last_updated_at)
-            VALUES (${surveyId}, ${following(sql, imported, now)})
-            ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = ${following(sql, sql`c.last_updated_at`, now)}
-            RETURNING c.last_updated_at AS at
-          ), stamped AS (
-            UPDATE responses SET updated_at = clock.at${change.created ? sql`, created_at = clock.at` : sql``}${
-          change.completed ? sql`, completed = 1, completed_at = clock.at` : sql``
-        }
-            FROM clock WHERE responses.id = ${responseId}
-            RETURNING responses.id
-          ), changed AS (
-            INSERT INTO response_changes (response_id, survey_id, changed_at)
-            SELECT ${responseId}, ${surveyId}, clock.at FROM clock
-            RETURNING seq
+        const rows = yield* sql`INSERT INTO response_clock AS c (survey_id, last_updated_at)
+          VALUES (${surveyId}, ${following(sql, imported, now)})
+          ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = ${following(sql, sql`c.last_updated_at`, now)}
+          RETURNING c.last_updated_at AS at`.values
+        const row = rows[0]
+        if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
+        const at = Stamped.read(row).at
+        // Then the rest in one statement: the survey row is taken only now, after the clock row.
+        yield* sql`WITH stamped AS (
+            UPDATE responses SET ${stamps(sql, change, at)} WHERE id = ${responseId} RETURNING id
           )${
           change.created
             ? sql`, counted AS (
-            UPDATE surveys SET response_count = response_count + 1
-            FROM clock WHERE surveys.id = ${surveyId}
-            RETURNING surveys.id
+            UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId} RETURNING id
           )`
             : sql``
         }
-          SELECT at FROM clock`.values
-        const row = rows[0]
-        if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
-        return Stamped.read(row).at
+          INSERT INTO response_changes (response_id, survey_id, changed_at) VALUES (${responseId}, ${surveyId}, ${at})`
+        return at
       }),
     // SQLite holds one write transaction at a time: reading and recording need no lock.
     orElse: () =>
@@ -99,9 +98,7 @@ export const stampChange = Effect.fn("Responses.stampChange")(function*(sql: Sql
         const at = toIso(Math.max(Date.parse(now), millisOf(last) + 1))
         yield* sql`INSERT INTO response_clock (survey_id, last_updated_at) VALUES (${surveyId}, ${at})
           ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = excluded.last_updated_at`
-        yield* sql`UPDATE responses SET updated_at = ${at}${change.created ? sql`, created_at = ${at}` : sql``}${
-          change.completed ? sql`, completed = 1, completed_at = ${at}` : sql``
-        } WHERE id = ${responseId}`
+        yield* sql`UPDATE responses SET ${stamps(sql, change, at)} WHERE id = ${responseId}`
         if (change.created) yield* sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId}`
         yield* sql`INSERT INTO response_changes ${sql.insert({ responseId, surveyId, changedAt: at })}`
         return at
