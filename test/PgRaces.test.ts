@@ -116,16 +116,22 @@ describe.runIf(testDatabase === "postgres")("a save and a deletion of one respon
 
 const EmbedUrl = Schema.Struct({ embedUrl: Schema.String })
 
+/** The respondent token of an embed session's page for `externalUserId`: a person whose survey page is open. */
+const embedToken = (externalUserId: string) =>
+  Effect.gen(function*() {
+    const embed = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
+      token: TOKENS.editor,
+      body: JSON.stringify({ externalUserId })
+    })
+    const page = yield* call("GET", new URL(bodyOf(EmbedUrl, embed).embedUrl).pathname, { headers: { accept: "application/json" } })
+    return bodyOf(PageToken, page).respondentToken
+  })
+
 describe.runIf(testDatabase === "postgres")("an erasure and a save of the same person at once on PostgreSQL", () => {
   it.effect("a save that comes after the erasure began is refused, and nothing of the person is left", () =>
     Effect.gen(function*() {
       // The person's survey page is open: an embed session's token, made before the erasure.
-      const embed = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ externalUserId: "person-racing" })
-      })
-      const page = yield* call("GET", new URL(bodyOf(EmbedUrl, embed).embedUrl).pathname, { headers: { accept: "application/json" } })
-      const token = bodyOf(PageToken, page).respondentToken
+      const token = yield* embedToken("person-racing")
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // Something holds the person's token row while the erasure and then the save arrive.
@@ -204,12 +210,7 @@ describe.runIf(testDatabase === "postgres")("the survey's turn is taken last in 
 
   it.effect("of two saves that may each start an embed link's one response, the second is refused", () =>
     Effect.gen(function*() {
-      const embed = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ externalUserId: "person-twice" })
-      })
-      const page = yield* call("GET", new URL(bodyOf(EmbedUrl, embed).embedUrl).pathname, { headers: { accept: "application/json" } })
-      const token = bodyOf(PageToken, page).respondentToken
+      const token = yield* embedToken("person-twice")
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // The first save gets as far as the survey's turn and waits there; the second comes meanwhile.
