@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Schema } from "effect"
+import type * as Pg from "pg"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
