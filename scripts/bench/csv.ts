@@ -7,9 +7,10 @@
  *
  *   bun scripts/bench/csv.ts [LARGE_RESPONSES=1000000] [--no-write] [--fresh]
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
+import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
 import {
   type BenchQuestion,
   buildBinary,
@@ -75,6 +76,10 @@ try {
     log(`generated ${small + large} responses in ${fmt((performance.now() - t) / 1000)} s`)
     mkdirSync(join(root, ".bench"), { recursive: true })
     renameSync(dbPath, cached)
+    // The request quota's counters live in a file beside the database (src/Quota/QuotaFile.ts):
+    // it moves with it, or the next run on the cached file starts without it.
+    rmSync(quotaFilePath(cached), { force: true })
+    if (existsSync(quotaFilePath(dbPath))) renameSync(quotaFilePath(dbPath), quotaFilePath(cached))
     dbPath = cached
   }
 
