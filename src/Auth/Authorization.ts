@@ -10,7 +10,7 @@ import {
   Unauthorized,
   UnauthorizedWire
 } from "../Domain/Errors.js"
-import { ApiKeyRepo } from "./ApiKeyRepo.js"
+import { ApiKeyRepo, type KeyLookup } from "./ApiKeyRepo.js"
 import { type ApiKeyContext, CurrentKey } from "./CurrentKey.js"
 import { hashToken } from "./Token.js"
 
@@ -43,27 +43,33 @@ export const AuthorizationLive = Layer.effect(
   Effect.gen(function*() {
     const keys = yield* ApiKeyRepo
     const admission = yield* KeyAdmission
+    // On every request's path, so a chain of effects rather than a generator: JavaScriptCore
+    // compiled this check's generator body again two or three times a second under load, and ran
+    // it unoptimized in between (docs/performance.md, "Sixth round").
+    const admitted = (
+      found: KeyLookup
+    ): Effect.Effect<ApiKeyContext, Unauthorized | PlanUpgradeRequired | RateLimited | ServiceUnavailable> => {
+      switch (found._tag) {
+        case "Unknown":
+          return Effect.fail(new Unauthorized({ message: "The API key is not valid or has been revoked." }))
+        case "NotMember":
+          return Effect.fail(new Unauthorized({ message: "The API key's creator no longer has access to the workspace." }))
+        case "NoApiAccess":
+          return Effect.fail(
+            new PlanUpgradeRequired({ message: "The workspace owner's plan does not include API access." })
+          )
+        case "Valid":
+          return Effect.as(admission.admit(found.key), found.key)
+      }
+    }
     return {
       bearer: (token) =>
-        Effect.gen(function*() {
+        Effect.suspend(() => {
           const raw = Redacted.value(token).trim()
           if (!tokenShape.test(raw)) {
-            return yield* new Unauthorized({ message: "Send an API key as `Authorization: Bearer <API_KEY>`." })
+            return Effect.fail(new Unauthorized({ message: "Send an API key as `Authorization: Bearer <API_KEY>`." }))
           }
-          const found = yield* keys.lookup(hashToken(raw))
-          switch (found._tag) {
-            case "Unknown":
-              return yield* new Unauthorized({ message: "The API key is not valid or has been revoked." })
-            case "NotMember":
-              return yield* new Unauthorized({ message: "The API key's creator no longer has access to the workspace." })
-            case "NoApiAccess":
-              return yield* new PlanUpgradeRequired({
-                message: "The workspace owner's plan does not include API access."
-              })
-            case "Valid":
-              yield* admission.admit(found.key)
-              return found.key
-          }
+          return Effect.flatMap(keys.lookup(hashToken(raw)), admitted)
         })
     }
   })
