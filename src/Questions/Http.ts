@@ -10,10 +10,12 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
   Effect.gen(function*() {
     const access = yield* SurveyAccess
     const questions = yield* QuestionRepo
+    // A chain of effects, not a generator made per request: JavaScriptCore recompiled such a
+    // generator body again and again under load (docs/performance.md, "Sixth round").
     return handlers.handle("list", ({ path }) =>
-      Effect.gen(function*() {
-        yield* access.require(path.id)
-        return preEncoded(QuestionList, { data: yield* questions.listWire(path.id) })
-      }))
+      Effect.zipRight(
+        access.require(path.id),
+        Effect.map(questions.listWire(path.id), (data) => preEncoded(QuestionList, { data }))
+      ))
   })
 )

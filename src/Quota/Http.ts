@@ -8,18 +8,17 @@ import { RateLimiter } from "./RateLimiter.js"
 export const UsageLive = HttpApiBuilder.group(Api, "usage", (handlers) =>
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
+    // A chain of effects, not a generator made per request: JavaScriptCore recompiled such a
+    // generator body again and again under load (docs/performance.md, "Sixth round").
     return handlers.handle("get", () =>
-      Effect.gen(function*() {
-        const report = yield* limiter.usage(yield* CurrentKey)
-        return {
-          burstLimit: report.burstLimit,
-          burstWindowMinutes: report.burstWindowMinutes,
-          dailyLimit: report.dailyLimit,
-          usedToday: report.usedToday,
-          remainingToday: report.remainingToday,
-          monthlyLimit: report.monthlyLimit,
-          resetAt: toIso(report.resetAt)
-        }
-      }))
+      Effect.map(Effect.flatMap(CurrentKey, (key) => limiter.usage(key)), (report) => ({
+        burstLimit: report.burstLimit,
+        burstWindowMinutes: report.burstWindowMinutes,
+        dailyLimit: report.dailyLimit,
+        usedToday: report.usedToday,
+        remainingToday: report.remainingToday,
+        monthlyLimit: report.monthlyLimit,
+        resetAt: toIso(report.resetAt)
+      })))
   })
 )

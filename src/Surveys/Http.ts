@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
-import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
+import { decodeCursor, encodeCursor, type Position } from "../Domain/Cursor.js"
 import { Survey } from "../Domain/Survey.js"
 import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyPage } from "./Api.js"
@@ -14,24 +14,28 @@ export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
     const repo = yield* SurveyRepo
     const access = yield* SurveyAccess
     return handlers
+      // A chain of effects, not a generator made per request: JavaScriptCore recompiled such a
+      // generator body again and again under load (docs/performance.md, "Sixth round").
       .handle("list", ({ urlParams }) =>
-        Effect.gen(function*() {
-          const key = yield* CurrentKey
+        Effect.flatMap(CurrentKey, (key) => {
           const limit = urlParams.limit ?? 25
           const fingerprint = `surveys:${key.workspaceId}`
-          const after = urlParams.cursor === undefined
-            ? Option.none()
-            : Option.some(yield* decodeCursor(urlParams.cursor, fingerprint))
-          const surveyIds = key.surveyIds === null ? null : [...key.surveyIds]
-          const rows = yield* repo.list({ workspaceId: key.workspaceId, surveyIds, after, limit: limit + 1 })
-          const page = rows.slice(0, limit)
-          const last = page[page.length - 1]
-          return preEncoded(SurveyPage, {
-            data: page,
-            nextCursor: rows.length > limit && last !== undefined
-              ? encodeCursor({ key: last.updatedAt, id: last.id }, fingerprint)
-              : null
-          })
+          const pageAfter = (after: Option.Option<Position>) => {
+            const surveyIds = key.surveyIds === null ? null : [...key.surveyIds]
+            return Effect.map(repo.list({ workspaceId: key.workspaceId, surveyIds, after, limit: limit + 1 }), (rows) => {
+              const page = rows.slice(0, limit)
+              const last = page[page.length - 1]
+              return preEncoded(SurveyPage, {
+                data: page,
+                nextCursor: rows.length > limit && last !== undefined
+                  ? encodeCursor({ key: last.updatedAt, id: last.id }, fingerprint)
+                  : null
+              })
+            })
+          }
+          return urlParams.cursor === undefined
+            ? pageAfter(Option.none())
+            : Effect.flatMap(decodeCursor(urlParams.cursor, fingerprint), (position) => pageAfter(Option.some(position)))
         }))
       .handle("get", ({ path }) => Effect.map(access.require(path.id), (row) => preEncoded(Survey, row.toWire())))
   })
