@@ -16,13 +16,21 @@ export interface LoopReport {
    * counts as working while it runs (the loop says `working` itself once it took the signal).
    */
   readonly wake: <A, E, R>(signalling: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * Says, before the loop forks it, that `exchange` is under way: work of another fiber that
+   * waits for an answer from outside the process (an endpoint's HTTP answer) under a deadline of
+   * its own on the clock, and ends by signalling the loop. Answers `exchange` to fork, which
+   * reports its end. A test moving the clock waits for it unless the other side holds its answer back.
+   */
+  readonly exchange: <A, E, R>(exchange: Effect.Effect<A, E, R>) => Effect.Effect<Effect.Effect<A, E, R>>
 }
 
 const silent: LoopReport = {
   parked: () => Effect.void,
   waiting: () => Effect.void,
   working: Effect.void,
-  wake: (signalling) => signalling
+  wake: (signalling) => signalling,
+  exchange: Effect.succeed
 }
 
 /**

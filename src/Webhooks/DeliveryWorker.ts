@@ -166,7 +166,8 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         leased.add(row.id)
         yield* renewal.wake(Effect.sync(() => leasing.unsafeOpen()))
         slots.take(row.webhookId)
-        yield* FiberSet.run(attempts, run(row))
+        // An HTTP exchange under its own timeout: a test moving the clock waits for its answer.
+        yield* FiberSet.run(attempts, yield* worker.exchange(run(row)))
       }
     }
     // A full batch fanned out: more events may be waiting.

@@ -12,12 +12,19 @@ interface Loop {
   standing: Standing
   /** Fibers at work that end by signalling the loop (`LoopReport.wake`). */
   signalling: number
+  /** Fibers waiting for an answer from outside, under a deadline on the clock (`LoopReport.exchange`). */
+  exchanging: number
 }
 
 // Every loop of this test file's graphs (two servers in one test report here alike), and whoever
 // waits for the next report.
 const loops = new Set<Loop>()
 const listeners = new Set<() => void>()
+// The requests each of the tests' receivers holds unanswered (`holder`).
+const holders = new Set<Set<Request>>()
+// Whether `loopsResting` waits on an exchange no receiver holds, and whoever waits for it to (`exchangeAwaited`).
+let awaitingExchange = false
+const exchangeWatchers = new Set<() => void>()
 
 const heard = () => {
   for (const listener of [...listeners]) listener()
@@ -44,7 +51,20 @@ const reportOf = (loop: Loop): LoopReport => {
             loop.signalling--
             heard()
           })
-      )
+      ),
+    // Counted from the moment the loop says so, not from when the forked fiber starts: the loop
+    // may rest before it does.
+    exchange: (exchange) =>
+      Effect.sync(() => {
+        loop.exchanging++
+        return Effect.ensuring(
+          exchange,
+          Effect.sync(() => {
+            loop.exchanging--
+            heard()
+          })
+        )
+      })
   }
 }
 
@@ -54,7 +74,7 @@ export const RecordedRounds = Layer.succeed(LoopRounds, {
     Effect.map(
       Effect.acquireRelease(
         Effect.sync(() => {
-          const loop: Loop = { name, standing: { _tag: "working" }, signalling: 0 }
+          const loop: Loop = { name, standing: { _tag: "working" }, signalling: 0, exchanging: 0 }
           loops.add(loop)
           heard()
           return loop
@@ -68,6 +88,61 @@ export const RecordedRounds = Layer.succeed(LoopRounds, {
       reportOf
     )
 })
+
+/**
+ * A test receiver's hold on its requests: `hold` counts a request as held back until its answer
+ * settles or its client gives up on it. A held request is the test's to answer (an endpoint that
+ * hangs, or answers once the test says so): `loopsResting` lets the clock pass an exchange waiting
+ * for it. Every other exchange in flight is about to end by itself, and `loopsResting` waits for it.
+ * The receiver's holds end with the scope.
+ */
+export const holder = Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const held = new Set<Request>()
+      holders.add(held)
+      return held
+    }),
+    (held) =>
+      Effect.sync(() => {
+        holders.delete(held)
+        heard()
+      })
+  ),
+  (held) => ({
+    hold: <A>(request: Request, answer: Promise<A>): Promise<A> => {
+      const release = () => {
+        if (held.delete(request)) heard()
+      }
+      held.add(request)
+      request.signal.addEventListener("abort", release, { once: true })
+      heard()
+      return answer.finally(release)
+    }
+  })
+)
+
+/** Ends once `loopsResting` waits for an exchange in flight that no receiver holds. */
+export const exchangeAwaited = Effect.async<void>((resume) => {
+  if (awaitingExchange) return resume(Effect.void)
+  const done = () => {
+    exchangeWatchers.delete(done)
+    resume(Effect.void)
+  }
+  exchangeWatchers.add(done)
+  return Effect.sync(() => {
+    exchangeWatchers.delete(done)
+  })
+})
+
+/** Exchanges in flight beyond the requests the receivers hold: each ends by itself, soon. */
+const unheldExchanges = () => {
+  let exchanging = 0
+  for (const loop of loops) exchanging += loop.exchanging
+  let held = 0
+  for (const requests of holders) held += requests.size
+  return exchanging - held
+}
 
 /** The next report of any loop, or `withinMillis` of real time without one. */
 const nextReport = (withinMillis: number) =>
@@ -90,22 +165,19 @@ const macrotask = Effect.promise(() => new Promise<void>((resolve) => setTimeout
 /** How long, in real time, the loops may take to finish the rounds one clock move woke before a test fails. */
 const ROUNDS_BOUND_MILLIS = 60_000
 
-/**
- * Ends once every background loop rests past the test clock's present time: it said it
- * finished its round and sleeps (its sleep is pending on the clock) or waits for a signal, and
- * nothing is at work that ends by signalling it. A loop woken by the clock (it sleeps until now
- * or before) or by a signal has not finished yet.
- * Bounded: a test fails naming the loops that kept working for a minute of real time.
- */
-export const loopsResting = Effect.gen(function*() {
+// `loopsResting` but for clearing `awaitingExchange` at its end.
+const restingLoops = Effect.gen(function*() {
   const giveUpAt = performance.now() + ROUNDS_BOUND_MILLIS
   while (true) {
     const now = yield* TestClock.currentTimeMillis
     const working = [...loops].filter((loop) =>
       loop.signalling > 0 || loop.standing._tag === "working" || loop.standing.until <= now
     )
+    const unheld = unheldExchanges()
+    awaitingExchange = unheld > 0
+    if (awaitingExchange) for (const watcher of [...exchangeWatchers]) watcher()
     let pending: ReadonlyArray<number> | undefined
-    if (working.length === 0) {
+    if (working.length === 0 && unheld <= 0) {
       pending = Chunk.toReadonlyArray(yield* TestClock.sleeps())
       const sleeps = pending
       // Said, and about to sleep: its sleep reaches the clock at its fiber's next turn.
@@ -116,12 +188,35 @@ export const loopsResting = Effect.gen(function*() {
     }
     const left = giveUpAt - performance.now()
     if (left <= 0) {
+      if (working.length === 0 && unheld > 0) {
+        const names = [...loops].filter((loop) => loop.exchanging > 0).map((loop) => loop.name)
+        return yield* Effect.dieMessage(
+          `${unheld} exchange(s) of ${names.join(", ")} still in flight after ${ROUNDS_BOUND_MILLIS} ms ` +
+            "while no test receiver holds their requests (a receiver holds one while its answer is an unsettled promise)"
+        )
+      }
       const names = working.length > 0 ? working.map((loop) => loop.name) : [...loops].map((loop) => loop.name)
       return yield* Effect.dieMessage(`background loops still working after ${ROUNDS_BOUND_MILLIS} ms: ${names.join(", ")}`)
     }
     yield* pending === undefined ? nextReport(left) : macrotask
   }
 })
+
+/**
+ * Ends once every background loop rests past the test clock's present time: it said it
+ * finished its round and sleeps (its sleep is pending on the clock) or waits for a signal, and
+ * nothing is at work that ends by signalling it. A loop woken by the clock (it sleeps until now
+ * or before) or by a signal has not finished yet. An exchange in flight (a webhook attempt) must
+ * end first unless a test receiver holds its request: the clock would otherwise reach the
+ * exchange's own timeout while its answer is on the way. One held back by a receiver (an endpoint
+ * that hangs) lets the clock pass, so that its timeout can come.
+ * Bounded: a test fails naming the loops that kept working for a minute of real time.
+ */
+export const loopsResting = restingLoops.pipe(
+  Effect.ensuring(Effect.sync(() => {
+    awaitingExchange = false
+  }))
+)
 
 /**
  * `TestClock.adjust` that steps from one pending sleep to the next and, before each step and at

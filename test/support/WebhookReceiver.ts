@@ -1,4 +1,5 @@
 import { Effect, Stream, SubscriptionRef } from "effect"
+import { holder } from "./Advance.js"
 
 /** One request as a webhook receiver saw it. */
 export interface Received {
@@ -19,7 +20,10 @@ export interface Receiver {
 
 /**
  * A real HTTP receiver on 127.0.0.1 that records every request and answers with `answer`
- * (200 by default). Stopped when the scope closes.
+ * (200 by default). Stopped when the scope closes. While `answer` is an unsettled promise the
+ * receiver holds the request (an endpoint that hangs, or answers when the test says so), and
+ * `advance` may move the clock past the attempt's timeout; any other answer is on its way, and
+ * `advance` waits for the attempt to take it (test/support/Advance.ts).
  */
 export const receiver = (
   answer: (request: Request) => Response | Promise<Response> = () => new Response("ok"),
@@ -28,6 +32,7 @@ export const receiver = (
   Effect.gen(function*() {
     const log: Array<Received> = []
     const arrived = yield* SubscriptionRef.make(0)
+    const { hold } = yield* holder
     const server = yield* Effect.acquireRelease(
       Effect.sync(() =>
         Bun.serve({
@@ -40,7 +45,8 @@ export const receiver = (
             const headers = Object.fromEntries(request.headers.entries())
             log.push({ headers, body, host: headers["host"] ?? "" })
             Effect.runSync(SubscriptionRef.set(arrived, log.length))
-            return answer(request)
+            const answered = answer(request)
+            return answered instanceof Promise ? hold(request, answered) : answered
           }
         })
       ),
