@@ -31,6 +31,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { cpuTime } from "./Processes.js"
 
 const { values: flags } = parseArgs({
   options: {
@@ -83,10 +84,6 @@ const serve = (mode: string, port: number) => {
 }
 
 
-const cpuTime = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
 
 const wrk = (port: number, pid: number, seconds: number) => {
   const before = cpuTime(pid)

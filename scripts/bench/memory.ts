@@ -23,6 +23,7 @@ import { cpus, loadavg } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, DEEP_SURVEY, DEEP_TOKEN, surveyId } from "./Dataset.js"
+import { cpuTime, freePort, requireWrk, sleep, spawnedProcesses } from "./Processes.js"
 
 const { values: flags } = parseArgs({
   options: {
@@ -60,30 +61,11 @@ const projects = (flags.project ?? ["binary=dist/survey-service"]).map((spec) =>
   return { name: spec.slice(0, at), path: resolve(root, spec.slice(at + 1)) }
 })
 
-if (!existsSync("/usr/bin/wrk")) {
-  console.error("bench:memory loads the servers with wrk: install it first (Debian: apt-get install wrk).")
-  process.exit(1)
-}
+requireWrk("bench:memory")
 
-const children = new Set<ReturnType<typeof Bun.spawn>>()
-const stopAll = () => {
-  for (const child of children) child.kill()
-  children.clear()
-}
-process.on("SIGINT", () => {
-  stopAll()
-  process.exit(130)
-})
+const { children, stopAll } = spawnedProcesses()
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const freePort = () => {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() })
-  const port = probe.port
-  probe.stop(true)
-  if (port === undefined) throw new Error("no free port")
-  return port
-}
 
 /** RSS figures of a process in MB, from /proc/PID/status. */
 const memory = (pid: number) => {
@@ -94,11 +76,6 @@ const memory = (pid: number) => {
 
 const resetPeak = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, "5")
 
-/** User + system CPU time of a process so far, in microseconds (fields 14 and 15 of /proc/PID/stat, 100 Hz ticks). */
-const cpuTime = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
 
 interface Server {
   readonly name: string

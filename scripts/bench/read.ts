@@ -17,6 +17,7 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, DEEP_SURVEY, DEEP_TOKEN, deepPosition, surveyId, writeDataset } from "./Dataset.js"
 import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
+import { cpuTime, freePort, requireWrk, sleep, spawnedProcesses } from "./Processes.js"
 
 const { values: flags } = parseArgs({
   options: {
@@ -65,20 +66,9 @@ const depth = [
 
 // ---------------------------------------------------------------------------------------------
 
-if (!existsSync("/usr/bin/wrk")) {
-  console.error("bench:read loads the servers with wrk: install it first (Debian: apt-get install wrk).")
-  process.exit(1)
-}
+requireWrk("bench:read")
 
-const children = new Set<ReturnType<typeof Bun.spawn>>()
-const stopAll = () => {
-  for (const child of children) child.kill()
-  children.clear()
-}
-process.on("SIGINT", () => {
-  stopAll()
-  process.exit(130)
-})
+const { children, stopAll } = spawnedProcesses()
 
 const run = (cmd: Array<string>, cwd = root) => {
   const result = Bun.spawnSync(cmd, { cwd, stdout: "pipe", stderr: "pipe" })
@@ -88,15 +78,7 @@ const run = (cmd: Array<string>, cwd = root) => {
   return result.stdout.toString()
 }
 
-const freePort = () => {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() })
-  const port = probe.port
-  probe.stop(true)
-  if (port === undefined) throw new Error("no free port")
-  return port
-}
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Polls until `path` answers 200 (bounded: 20 s); returns the milliseconds since `since`. */
 const waitFor = async (port: number, path: string, token: string, since: number, alive: () => boolean) => {
@@ -304,12 +286,6 @@ const toMs = (value: string) => {
   return value.endsWith("us") ? n / 1000 : value.endsWith("ms") ? n : value.endsWith("s") ? n * 1000 : n
 }
 
-/** User + system CPU time of a process so far, in microseconds (fields 14 and 15 of /proc/PID/stat). */
-const cpuTime = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-  // After the command name, utime and stime are the 12th and 13th fields, in clock ticks (100 Hz).
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
 
 const wrk = (server: Server, path: string, token: string, duration: number): Load => {
   const port = server.port
