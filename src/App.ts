@@ -12,7 +12,7 @@ import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
-import { AppConfig, type AppSettings } from "./Config.js"
+import { AppConfig, type AppSettings, DEFAULT_HOST } from "./Config.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "./Embeds/Http.js"
 import { ErasuresLive } from "./Erasures/Http.js"
@@ -196,7 +196,7 @@ export const makeServe = (parts: Partial<ServeParts> = {}) =>
   )
 
 /**
- * The production server: the serve graph on a Bun server on the configured port, its JavaScript
+ * The production server: the serve graph on a Bun server on the configured address and port, its JavaScript
  * heap kept within bounds (src/Background/HeapBound.ts). Needs the core.
  */
 export const ServerLive = (settings: AppSettings) =>
@@ -205,7 +205,7 @@ export const ServerLive = (settings: AppSettings) =>
     Layer.provide(Layer.unwrapEffect(Effect.map(DeliverySettings, (delivery) =>
       BunHttpServer.layer({
         port: settings.port,
-        hostname: "0.0.0.0",
+        hostname: settings.host ?? DEFAULT_HOST,
         maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
         idleTimeout: idleTimeoutFor(
           Duration.max(Duration.decode(delivery.attemptTimeout), Duration.millis(busyTimeoutMs(settings)))

@@ -20,6 +20,8 @@ export interface TelemetrySettings {
 
 export interface AppSettings {
   readonly port: number
+  /** `HOST`: the address the server listens on (default `0.0.0.0`, every interface). */
+  readonly host?: string
   readonly databasePath: string
   /**
    * `postgres://…` or `postgresql://…`: the service runs on that PostgreSQL database instead of
@@ -46,6 +48,12 @@ export interface AppSettings {
   /** Set when OpenTelemetry export is configured; without it nothing is traced or exported. */
   readonly telemetry?: TelemetrySettings
 }
+
+/** The listen address when none is configured: every IPv4 interface. */
+export const DEFAULT_HOST = "0.0.0.0"
+
+/** HOST (or `--host`): an address or host name to listen on, not blank. */
+const hostCheck = { message: "Expected an address or host name to listen on", validation: (host: string) => /^[^\s/]+$/.test(host) }
 
 /** The lease of deliveries and background jobs when none is configured. */
 export const DEFAULT_LEASE_MILLIS = 30_000
@@ -190,6 +198,7 @@ const checkedFlag = (flag: string, value: Option.Option<number>, check: { readon
 export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>() {
   static readonly fromEnv = (overrides: {
     readonly port?: Option.Option<number>
+    readonly host?: Option.Option<string>
     readonly databasePath?: Option.Option<string>
     readonly databaseUrl?: Option.Option<string>
     readonly databasePoolSize?: Option.Option<number>
@@ -199,6 +208,12 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
     Effect.gen(function*() {
       const envPort = yield* Config.port("PORT").pipe(Config.withDefault(8080))
       const port = Option.getOrElse(overrides.port ?? Option.none(), () => envPort)
+      const envHost = yield* Config.string("HOST").pipe(Config.validate(hostCheck), Config.withDefault(DEFAULT_HOST))
+      const flagHost = overrides.host ?? Option.none()
+      if (Option.isSome(flagHost) && !hostCheck.validation(flagHost.value)) {
+        return yield* Effect.fail(ConfigError.InvalidData(["--host"], hostCheck.message))
+      }
+      const host = Option.getOrElse(flagHost, () => envHost)
       const envDb = yield* Config.string("DATABASE_PATH").pipe(Config.withDefault("./data/survey.db"))
       const databasePath = Option.getOrElse(overrides.databasePath ?? Option.none(), () => envDb)
       const envUrl = yield* databaseUrlConfig
@@ -242,6 +257,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
       const telemetry = yield* telemetryConfig
       return {
         port,
+        host,
         databasePath,
         databaseUrl: Option.getOrUndefined(Option.map(databaseUrl, Redacted.make)),
         ...(Option.isSome(poolSize) ? { databasePoolSize: poolSize.value } : {}),

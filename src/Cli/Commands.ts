@@ -39,6 +39,10 @@ const db = Options.all({
   )
 })
 const port = Options.integer("port").pipe(Options.withDescription("Port to listen on (overrides PORT)"), Options.optional)
+const host = Options.text("host").pipe(
+  Options.withDescription("Address to listen on (overrides HOST; default 0.0.0.0)"),
+  Options.optional
+)
 
 type Database = Command.Command.ParseConfig<{ readonly db: typeof db }>["db"]
 
@@ -66,11 +70,11 @@ const withDatabase = <A, E, R>(
     return yield* effect.pipe(Effect.provide(CoreFor(settings)), Effect.provide(LoggingLive(settings)))
   })
 
-const serve = Command.make("serve", { port, db, demo: Options.boolean("demo").pipe(
+const serve = Command.make("serve", { port, host, db, demo: Options.boolean("demo").pipe(
   Options.withDescription("Seed the demo workspace when missing and print an editor and a viewer key")
-) }, ({ db, demo, port }) =>
+) }, ({ db, demo, host, port }) =>
   Effect.gen(function*() {
-    const settings = yield* AppConfig.fromEnv({ port, ...databaseOverrides(db) })
+    const settings = yield* AppConfig.fromEnv({ port, host, ...databaseOverrides(db) })
     const program = Effect.gen(function*() {
       if (demo) {
         const { seedDemo } = yield* loadDemo
