@@ -1,5 +1,4 @@
 import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
 import { Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
@@ -23,7 +22,7 @@ import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
 import { DocsPageLive } from "./Http/DocsPage.js"
-import { HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
+import { bunServerLayer, HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
 import { UsageStoreLive } from "./Quota/UsageStore.js"
@@ -197,13 +196,14 @@ export const makeServe = (parts: Partial<ServeParts> = {}) =>
 
 /**
  * The production server: the serve graph on a Bun server on the configured address and port, its JavaScript
- * heap kept within bounds (src/Background/HeapBound.ts). Needs the core.
+ * heap kept within bounds (src/Background/HeapBound.ts). Needs the core. Its listener closes once
+ * the drain is done, before the rest stops (`bunServerLayer`).
  */
 export const ServerLive = (settings: AppSettings) =>
   makeServe().pipe(
     Layer.merge(HeapBoundLive),
     Layer.provide(Layer.unwrapEffect(Effect.map(DeliverySettings, (delivery) =>
-      BunHttpServer.layer({
+      bunServerLayer({
         port: settings.port,
         hostname: settings.host ?? DEFAULT_HOST,
         maxRequestBodySize: MAX_REQUEST_BODY_BYTES,

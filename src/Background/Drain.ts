@@ -50,18 +50,30 @@ export class Drain extends Effect.Service<Drain>()("Background/Drain", {
 }) {}
 
 /**
+ * The process's HTTP listener, which a drained process closes before anything else stops: nothing
+ * to close unless the server's layer provides it (src/Http/Server.ts).
+ */
+export class Listener extends Context.Reference<Listener>()("Background/Listener", {
+  defaultValue: () => ({ close: Effect.void })
+}) {}
+
+/**
  * Drains when the server stops (SIGTERM, SIGINT): built after the HTTP server and the background
- * work, so its finalizer runs first, while both still run.
+ * work, so its finalizer runs first, while both still run. Drained, it closes the listener: the
+ * port refuses connections before the routes and the background work are released, however long
+ * that takes, so no request meets a half-stopped process.
  */
 export const DrainOnShutdownLive = Layer.scopedDiscard(Effect.gen(function*() {
   const drain = yield* Drain
   const { grace } = yield* DrainSettings
+  const listener = yield* Listener
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
       const left = yield* drain.drain(grace)
       yield* left === 0
         ? Effect.logInfo("drained; stopping")
         : Effect.logWarning("stopping with work still in flight").pipe(Effect.annotateLogs({ inFlight: left }))
+      yield* listener.close
     })
   )
 }))

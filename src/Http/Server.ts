@@ -1,12 +1,14 @@
 import {
   HttpApiBuilder,
   HttpApp,
+  HttpServer,
   HttpServerError,
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Effect, Metric, MetricLabel, Option } from "effect"
-import type { Drain } from "../Background/Drain.js"
+import { BunHttpServer } from "@effect/platform-bun"
+import { Cause, Context, Effect, ExecutionStrategy, Exit, Layer, Metric, MetricLabel, Option, Scope } from "effect"
+import { type Drain, Listener } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
 import { answerHeadersOf, requestIdOf } from "./RequestId.js"
@@ -119,3 +121,19 @@ export const HealthLive = HttpApiBuilder.Router.use((router) =>
   router.get("/healthz", HttpServerResponse.json({ status: "ok" }))
 )
 
+
+/**
+ * A Bun HTTP server whose listener the drain closes (`Listener`). The platform's own layer stops
+ * listening only when it is released, after the routes and the background work: a stopping
+ * process then answered its plain-text `404 not found` (no documented body, no request id) to
+ * every request, for as long as the background work took to stop. Closing the listener is a
+ * graceful stop: idle connections close, requests in flight finish on the routes still served.
+ */
+export const bunServerLayer = (options: BunHttpServer.ServeOptions<{}>) =>
+  Layer.scopedContext(Effect.gen(function*() {
+    const listening = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    const server = yield* Scope.extend(BunHttpServer.make(options), listening)
+    return Context.make(HttpServer.HttpServer, server).pipe(
+      Context.add(Listener, { close: Scope.close(listening, Exit.void) })
+    )
+  })).pipe(Layer.provideMerge(BunHttpServer.layerContext))
