@@ -65,11 +65,11 @@ describe("URL policy at delivery time", () => {
 })
 
 describe("supervision and durability", () => {
-  it.effect("the worker loop logs a defect, restarts a second later by the clock, and then delivers", () => {
+  it.effect("the worker loop logs a defect, starts again a second later by the clock, and then delivers", () => {
     const failures = Effect.runSync(Queue.unbounded<string>())
     const recordFailures = Logger.add(Logger.make(({ message }) => {
       const text = Array.isArray(message) ? message.join(" ") : String(message)
-      if (text.includes("failed; restarting")) Queue.unsafeOffer(failures, text)
+      if (text.includes("failed; retrying")) Queue.unsafeOffer(failures, text)
     }))
     return Effect.gen(function*() {
       const target = yield* receiver()
@@ -82,7 +82,7 @@ describe("supervision and durability", () => {
       const event = yield* complete("srv_main")
       const start = yield* TestClock.currentTimeMillis
       yield* advance("100 millis")
-      expect(yield* Queue.take(failures)).toMatch(/^webhook delivery worker failed; restarting/)
+      expect(yield* Queue.take(failures)).toMatch(/^webhook delivery worker failed; retrying in 1s/)
       yield* sql`ALTER TABLE outbox_cursors_away RENAME TO outbox_cursors`
       yield* advance("1 second")
       const [delivered] = yield* target.receivedAtLeast(1)

@@ -1,11 +1,17 @@
-import { Cause, Effect, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
+import { Cause, Clock, Duration, Effect, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import { CurrentLoop, type LoopReport, LoopRounds, parked } from "./LoopRounds.js"
 
-/** How long a failed background loop waits before it starts again. */
-export const restartAfter = Schedule.spaced("1 second")
+/**
+ * How long a failing background loop waits before each try: 1 s, doubling, at most 30 s. A loop
+ * whose database is gone then tries a few times a minute, not ten times a second, and is back
+ * within 30 s of the database.
+ */
+export const retryBackoff: Schedule.Schedule<Duration.Duration> = Schedule.delays(
+  Schedule.union(Schedule.exponential("1 second"), Schedule.spaced("30 seconds"))
+)
 
-const logFailure = (name: string) => (cause: Cause.Cause<unknown>) =>
-  Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed; restarting`, cause)
+/** How long a loop that ended (rather than failed) waits before it starts again. */
+const restartAfter = Duration.seconds(1)
 
 /** `schedule`, telling the current loop (src/Background/LoopRounds.ts) until when each of its sleeps lasts. */
 const reported = <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>) =>
@@ -15,13 +21,62 @@ const reported = <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>) =>
 /** A loop of the current graph, reporting its rounds until the scope closes (src/Background/LoopRounds.ts). */
 export const registerLoop = (name: string) => Effect.flatMap(LoopRounds, (rounds) => rounds.register(name))
 
+const failures = (count: number) => `${count} ${count === 1 ? "failure" : "failures"}`
+
+/**
+ * The one retry policy of the background loops: a failed loop starts again after the next delay
+ * of `retry`, logging once with the cause when it starts failing ("… failed; retrying in 1s") and
+ * once when it is through a round again ("… recovered after N failures"); the delays start over
+ * then. A round is through when the loop says it rests (`parked`, `waiting`): `watch` makes the
+ * loop's report say so here.
+ */
+const retryPolicy = (name: string, retry: Schedule.Schedule<Duration.Duration>, report: LoopReport) =>
+  Effect.gen(function*() {
+    let failed = 0
+    let cause: Cause.Cause<unknown> = Cause.empty
+    const delays = yield* Schedule.driver(
+      Schedule.onDecision(retry, (delay, decision) => {
+        if (ScheduleDecision.isDone(decision)) return Effect.void
+        const sleep = report.parked(ScheduleIntervals.start(decision.intervals))
+        return failed === 1
+          ? Effect.zipRight(Effect.logError(`${name} failed; retrying in ${Duration.format(delay)}`, cause), sleep)
+          : sleep
+      })
+    )
+    const recovered = Effect.suspend(() => {
+      if (failed === 0) return Effect.void
+      const count = failed
+      failed = 0
+      cause = Cause.empty
+      return Effect.zipRight(delays.reset, Effect.logInfo(`${name} recovered after ${failures(count)}`))
+    })
+    return {
+      /** Waits out the next delay after a failure; an interruption goes on. */
+      failed: (failure: Cause.Cause<unknown>) =>
+        Cause.isInterruptedOnly(failure)
+          ? Effect.failCause(failure)
+          : Effect.suspend(() => {
+            failed++
+            cause = failure
+            // A retry schedule that ended leaves the loop to start again at once.
+            return Effect.ignore(delays.next(undefined))
+          }),
+      watch: (loop: LoopReport): LoopReport => ({
+        ...loop,
+        parked: (until) => Effect.zipRight(recovered, loop.parked(until)),
+        waiting: (until) => Effect.zipRight(recovered, loop.waiting(until))
+      })
+    }
+  })
+
 /**
  * Runs `loop` in the background of the current scope for as long as the scope lives: a failure
- * or defect is logged with its cause and the loop starts again after `restart`; closing the
- * scope interrupts it. Every background loop of the service goes through here.
+ * or defect starts it again after the next delay of `retry` (by default `retryBackoff`), logged
+ * once when the loop starts failing and once when it recovers; closing the scope interrupts it.
+ * Every background loop of the service goes through here.
  *
  * The loop reports its rounds through `CurrentLoop` (its own `report` when others must wake it,
- * else one registered under `name`); sleeps on `restart` are reported here.
+ * else one registered under `name`); sleeps between tries are reported here.
  *
  * The loop itself is not traced (a span per poll would bury the work in noise); the work it
  * does is, where it says so with `traced`.
@@ -29,15 +84,17 @@ export const registerLoop = (name: string) => Effect.flatMap(LoopRounds, (rounds
 export const supervise = <E, R>(
   name: string,
   loop: Effect.Effect<unknown, E, R>,
-  options: { readonly restart?: Schedule.Schedule<unknown, unknown>; readonly report?: LoopReport } = {}
+  options: { readonly retry?: Schedule.Schedule<Duration.Duration>; readonly report?: LoopReport } = {}
 ) =>
   Effect.gen(function*() {
     const report = options.report ?? (yield* registerLoop(name))
+    const policy = yield* retryPolicy(name, options.retry ?? retryBackoff, report)
+    const ended = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.zipRight(report.parked(now + Duration.toMillis(restartAfter)), Effect.sleep(restartAfter)))
     yield* loop.pipe(
-      Effect.catchAllCause(logFailure(name)),
-      Effect.repeat(reported(options.restart ?? restartAfter)),
+      Effect.matchCauseEffect({ onFailure: policy.failed, onSuccess: () => ended }),
       Effect.forever,
-      Effect.provideService(CurrentLoop, report),
+      Effect.provideService(CurrentLoop, policy.watch(report)),
       Effect.withTracerEnabled(false),
       Effect.forkScoped
     )
@@ -48,9 +105,10 @@ export const traced = (name: string) => <A, E, R>(work: Effect.Effect<A, E, R>) 
   work.pipe(Effect.withSpan(name, { root: true }), Effect.withTracerEnabled(true))
 
 /**
- * Runs `job` now and then on `schedule`, in the background of the current scope: a failed run
- * is logged with its cause and the next one comes on time. Each run is a span named `job <name>`
- * unless `untraced` (a job that runs every few milliseconds and traces its real work itself).
+ * Runs `job` now and then on `schedule`, in the background of the current scope. A failed run is
+ * retried on the supervisor's policy (`supervise`) until one succeeds; the schedule then goes on.
+ * Each run is a span named `job <name>` unless `untraced` (a job that runs every few milliseconds
+ * and traces its real work itself).
  */
 export const periodically = <A, E, R>(
   name: string,
@@ -60,8 +118,5 @@ export const periodically = <A, E, R>(
 ) =>
   supervise(
     name,
-    (options.untraced === true ? job : traced(`job ${name}`)(job)).pipe(
-      Effect.catchAllCause(logFailure(name)),
-      Effect.repeat(reported(schedule))
-    )
+    (options.untraced === true ? job : traced(`job ${name}`)(job)).pipe(Effect.repeat(reported(schedule)))
   )
