@@ -9,11 +9,11 @@ import { receiver } from "./support/WebhookReceiver.js"
 type Shared = Effect.Effect.Success<ReturnType<typeof sharedDatabase>>
 
 /**
- * Background work that takes long to release, until `release`. On PostgreSQL another process
- * holds the job leases (which a loop renews and a stopping process releases) in an open
- * transaction, once a loop's statement waits on them. On SQLite a statement waiting for a lock
- * blocks the whole process (bun:sqlite waits inside the call), so there the telemetry collector
- * holds the export that a stopping process flushes.
+ * Background work that takes long to release: `hold` takes hold and answers what lets go. On
+ * PostgreSQL another process holds the job leases (which a loop renews and a stopping process
+ * releases) in an open transaction, once a loop's statement waits on them. On SQLite a statement
+ * waiting for a lock blocks the whole process (bun:sqlite waits inside the call), so there the
+ * telemetry collector holds the export that a stopping process flushes.
  */
 const slowRelease = (db: Shared) =>
   Effect.gen(function*() {
