@@ -1,13 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { refreshAnswerDocuments } from "../../Responses/AnswerDocuments.js"
 import { dialectOf } from "../Dialect.js"
 
 /**
  * The read path's layout (docs/performance.md): responses clustered by
  * `(survey_id, created_at, id)` (`WITHOUT ROWID`), the keyset order of the responses list, and each
  * response row carrying its answers rendered in wire form (`answers_json`, tagged with the
- * survey's `answer_layout`; src/Responses/AnswerDocuments.ts). A page of responses is then one
+ * survey's `answer_layout`). A page of responses is then one
  * range read of one table.
  *
  * `responses` is rebuilt: SQLite cannot change a table's primary key in place. Its children
@@ -117,15 +116,71 @@ const renderStored = Effect.gen(function*() {
 
   let after = ""
   while (true) {
-    const ids = yield* sql`SELECT id FROM responses WHERE id > ${after} ORDER BY id LIMIT 2000`.pipe(
+    const ids = yield* sql`SELECT id FROM responses WHERE id > ${after} ORDER BY id LIMIT 400`.pipe(
       Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String }))))
     )
     const last = ids[ids.length - 1]
     if (last === undefined) break
-    yield* refreshAnswerDocuments(sql, ids.map((r) => r.id))
+    yield* renderBatch(ids.map((r) => r.id))
     after = last.id
   }
 })
+
+/*
+ * The wire form of a response's `answers` as it was when this migration was written (api-v1
+ * `Answer`): answers in question order, answers to deleted questions and sections last by question
+ * id, with null `fieldId`/`type`. Kept here, not imported, so that this migration writes what it
+ * always wrote; a later change of the wire form moves `answer_layout`, and the renderings of this
+ * migration are then no longer used.
+ */
+const StoredAnswer = Schema.Struct({
+  response: Schema.String,
+  question: Schema.String,
+  value: Schema.String,
+  values: Schema.parseJson(Schema.Array(Schema.String)),
+  type: Schema.NullOr(Schema.String),
+  position: Schema.NullOr(Schema.Number)
+})
+type StoredAnswer = typeof StoredAnswer.Type
+
+const rank = (a: StoredAnswer) =>
+  a.type === null || a.type === "section" ? Number.POSITIVE_INFINITY : a.position ?? 0
+
+const inQuestionOrder = (a: StoredAnswer, b: StoredAnswer): number => {
+  const pa = rank(a)
+  const pb = rank(b)
+  return pa === pb ? (a.question < b.question ? -1 : a.question > b.question ? 1 : 0) : pa - pb
+}
+
+const answersJson = (answers: ReadonlyArray<StoredAnswer>): string =>
+  JSON.stringify(answers.map((a) => {
+    const live = a.type !== null && a.type !== "section"
+    return { fieldId: live ? a.question : null, type: live ? a.type : null, value: a.value, values: a.values }
+  }))
+
+const renderBatch = (ids: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const answers = yield* sql`
+      SELECT a.response_id AS response, a.question_id AS question, a.value AS value, a."values" AS "values",
+             CASE WHEN q.deleted = 0 THEN q.type END AS type, q.position AS position
+      FROM answers a
+      JOIN responses r ON r.id = a.response_id
+      LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = r.survey_id
+      WHERE a.response_id IN ${sql.in(ids)}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(StoredAnswer))))
+    const byResponse = new Map<string, Array<StoredAnswer>>()
+    for (const answer of answers) {
+      const list = byResponse.get(answer.response)
+      if (list === undefined) byResponse.set(answer.response, [answer])
+      else list.push(answer)
+    }
+    for (const id of ids) {
+      const rendered = answersJson((byResponse.get(id) ?? []).sort(inQuestionOrder))
+      yield* sql`UPDATE responses SET answers_json = ${rendered},
+          answers_layout = (SELECT s.answer_layout FROM surveys s WHERE s.id = responses.survey_id)
+        WHERE id = ${id}`
+    }
+  })
 
 const onPostgres = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
