@@ -33,10 +33,11 @@ import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPu
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
 import { ResponseWriter } from "./Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
+import { ExportSlots } from "./Responses/ExportSlots.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
-import { busyTimeoutMs, SqlLive } from "./Sql/Database.js"
+import { busyTimeoutMs, ExportSqlLive, SqlLive } from "./Sql/Database.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
 import { Reader } from "./Sql/Reader.js"
 import { SurveysLive } from "./Surveys/Http.js"
@@ -86,7 +87,9 @@ export const ServicesLive = Layer.mergeAll(
   DeliveryRepo.Default,
   Aggregator.Default,
   ResponseDeletion.Default,
-  Drain.Default
+  Drain.Default,
+  ExportSlots.Default,
+  ExportSqlLive
 )
 
 /** What a graph may have swapped: tests replace these with their own. */

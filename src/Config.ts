@@ -45,6 +45,12 @@ export interface AppSettings {
    * take it over (default 30 s; at most 60 s). A process renews its leases while it works.
    */
   readonly workerLeaseMillis?: number
+  /** At most this many CSV exports stream at once in a process (default 4). */
+  readonly exportConcurrency?: number
+  /** At most this many CSV exports of one account (a key's creator) stream at once in a process (default 2). */
+  readonly exportConcurrencyPerAccount?: number
+  /** How long one page of a CSV export may take on PostgreSQL, its `statement_timeout` (default 10000 ms). */
+  readonly exportPageTimeoutMs?: number
   /** Set when OpenTelemetry export is configured; without it nothing is traced or exported. */
   readonly telemetry?: TelemetrySettings
 }
@@ -187,6 +193,8 @@ const millisecondsCheck = {
   message: "Expected a whole number of milliseconds from 1 to 600000",
   validation: (n: number) => n >= 1 && n <= 600_000
 }
+/** EXPORT_CONCURRENCY and EXPORT_CONCURRENCY_PER_ACCOUNT. */
+const exportsCheck = { message: "Expected a whole number of exports from 1 to 1000", validation: (n: number) => n >= 1 && n <= 1000 }
 
 /** A flag's value, checked as its environment variable is. */
 const checkedFlag = (flag: string, value: Option.Option<number>, check: { readonly message: string; readonly validation: (n: number) => boolean }) =>
@@ -251,6 +259,12 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
       )
       const logLevel = yield* logLevelConfig
       const workerLeaseMillis = yield* workerLeaseConfig
+      const exportConcurrency = yield* Config.integer("EXPORT_CONCURRENCY").pipe(Config.validate(exportsCheck), Config.option)
+      const exportConcurrencyPerAccount = yield* Config.integer("EXPORT_CONCURRENCY_PER_ACCOUNT").pipe(
+        Config.validate(exportsCheck),
+        Config.option
+      )
+      const exportPageTimeout = yield* Config.integer("EXPORT_PAGE_TIMEOUT_MS").pipe(Config.validate(millisecondsCheck), Config.option)
       const logFormat = yield* Config.literal("pretty", "json")("LOG_FORMAT").pipe(
         Config.withDefault(process.stdout.isTTY ? "pretty" as const : "json" as const)
       )
@@ -268,6 +282,9 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         logLevel,
         logFormat,
         workerLeaseMillis,
+        ...(Option.isSome(exportConcurrency) ? { exportConcurrency: exportConcurrency.value } : {}),
+        ...(Option.isSome(exportConcurrencyPerAccount) ? { exportConcurrencyPerAccount: exportConcurrencyPerAccount.value } : {}),
+        ...(Option.isSome(exportPageTimeout) ? { exportPageTimeoutMs: exportPageTimeout.value } : {}),
         ...(Option.isSome(telemetry) ? { telemetry: telemetry.value } : {})
       } satisfies AppSettings
     })

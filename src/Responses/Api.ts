@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { ParseResult, Schema, SchemaAST } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
-import { ForbiddenWire, InvalidRequestWire, NotFoundWire, ServiceUnavailableWire } from "../Domain/Errors.js"
+import { ForbiddenWire, InvalidRequestWire, NotFoundWire, RateLimitedWire, ServiceUnavailableWire } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
 import { ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
 import { ResponseId } from "../Domain/Ids.js"
@@ -95,6 +95,7 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .addError(ForbiddenWire)
       .addError(NotFoundWire)
       .addError(ServiceUnavailableWire)
+      .addError(RateLimitedWire)
       .annotate(OpenApi.Summary, "List responses of a survey, oldest first")
       .annotate(
         OpenApi.Description,
@@ -121,6 +122,7 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .addError(ForbiddenWire)
       .addError(NotFoundWire)
       .addError(ServiceUnavailableWire)
+      .addError(RateLimitedWire)
       .annotate(OpenApi.Summary, "Export responses of a survey as CSV")
       .annotate(
         OpenApi.Description,

@@ -36,6 +36,17 @@ const pageSize = 1000
 const collectAfterBytes = 1024 * 1024
 const fullCollectionEvery = 8
 
+/**
+ * What a failed page ends the download with: the server then closes the connection before the
+ * body's last chunk, so the client sees the download cut short. Bun prints the error that ends a
+ * response's stream, stack included; this one has none, since the warning logged with it says why.
+ */
+const cutShort = () => {
+  const error = new Error("CSV export cut short: a page failed")
+  error.stack = error.message
+  return error
+}
+
 interface Position {
   readonly createdAt: string
   readonly id: string
@@ -87,7 +98,15 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
     Option.match(after, {
       onNone: () => sql.unsafe(positional(sql, first), baseParams).values,
       onSome: (p) => sql.unsafe(positional(sql, next), [...baseParams, p.createdAt, p.id]).values
-    }).pipe(Effect.orDie)
+    }).pipe(Effect.catchAll((error) =>
+      Effect.zipRight(
+        Effect.logWarning("CSV export cut short: a page failed", {
+          surveyId: req.surveyId,
+          reason: error.cause instanceof Error ? error.cause.message : error.message
+        }),
+        Effect.die(cutShort())
+      )
+    ))
 
   let sinceCollection = 0
   let collections = 0

@@ -1,15 +1,18 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
+import { HttpApiBuilder, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
+import { CurrentKey } from "../Auth/CurrentKey.js"
 import { decodeCursor, encodeCursor, type Position } from "../Domain/Cursor.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import type { SurveyId } from "../Domain/Ids.js"
 import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
+import { answerHeadersOf, setAnswerHeaders } from "../Http/RequestId.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
+import { ExportSql } from "../Sql/Database.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { isCsvList, ResponseExportParams, ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
+import { EXPORT_RETRY_AFTER_SECONDS, ExportSlots } from "./ExportSlots.js"
 import { ResponseDeletion } from "./ResponseDeletion.js"
 import { type ListOrder, ResponseRepo } from "./ResponseRepo.js"
 
@@ -18,7 +21,8 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     const access = yield* SurveyAccess
     const responses = yield* ResponseRepo
     const questions = yield* QuestionRepo
-    const sql = yield* SqlClient.SqlClient
+    const exportSql = yield* ExportSql
+    const slots = yield* ExportSlots
     const deletion = yield* ResponseDeletion
     /** The survey, once the key may read it and the filters go together. */
     const filtered = Effect.fnUntraced(function*(surveyId: SurveyId, filters: typeof ResponseExportParams.Type) {
@@ -31,9 +35,18 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       }
     })
 
+    /** The refusal of an export beyond the bounds carries `Retry-After` beside the quota's headers. */
+    const retryLater = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.sync(() =>
+        setAnswerHeaders(request, { ...answerHeadersOf(request), "retry-after": String(EXPORT_RETRY_AFTER_SECONDS) })
+      ))
+
     const exportCsv = Effect.fnUntraced(function*(surveyId: SurveyId, filters: typeof ResponseExportParams.Type) {
+      // Held in the request's scope, which the server closes when the body's stream ends: read to
+      // its end, failed, or cancelled by a client that went away.
+      yield* Effect.tapError(slots.hold((yield* CurrentKey).accountId), () => retryLater)
       const columns = (yield* questions.listForSurvey(surveyId)).filter(isApiQuestion)
-      return csvResponse(sql, {
+      return csvResponse(exportSql, {
         surveyId,
         questions: columns,
         status: filters.status ?? "all",
@@ -42,6 +55,13 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       })
     })
 
+    /** The list's answer: a page, or the export. */
+    type Listed = Effect.Effect<
+      HttpServerResponse.HttpServerResponse,
+      InvalidRequest | Effect.Effect.Error<ReturnType<typeof exportCsv>>,
+      Effect.Effect.Context<ReturnType<typeof exportCsv>>
+    >
+
     return handlers
       .handle("exportCsv", ({ path, urlParams }) =>
         Effect.zipRight(filtered(path.id, urlParams), exportCsv(path.id, urlParams)))
@@ -49,7 +69,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       // this handler's generator body again two or three times a second under load, and ran it
       // unoptimized in between (docs/performance.md, "Sixth round").
       .handle("list", ({ path, urlParams }) =>
-        Effect.flatMap(filtered(path.id, urlParams), () => {
+        Effect.flatMap(filtered(path.id, urlParams), (): Listed => {
           if (isCsvList(urlParams)) return exportCsv(path.id, urlParams)
           const status = urlParams.status ?? "all"
           const limit = urlParams.limit ?? 25

@@ -375,3 +375,49 @@ export const SqlLive: Layer.Layer<SqlClient.SqlClient, unknown, AppConfig> = Lay
       ? PgLive(config.databaseUrl, poolSettings(config))
       : SqliteLive(config.databasePath, busyTimeoutMs(config)))
 )
+
+/**
+ * The CSV export's own database client, so that saves, the delivery worker and the quota never
+ * wait behind an export's pages. On PostgreSQL a pool of its own, as large as the process's export
+ * bound (`EXPORT_CONCURRENCY`), whose connections start with `statement_timeout` =
+ * `EXPORT_PAGE_TIMEOUT_MS`: a page that takes longer fails and ends its export. On SQLite a
+ * read-only connection of its own (WAL readers never block the writer), which bun:sqlite runs
+ * synchronously: a page cannot be stopped midway, and a page of 1000 rows bounds it instead. An
+ * in-memory database cannot be opened twice: there the export reads through the shared client.
+ */
+export class ExportSql extends Context.Tag("Sql/ExportSql")<ExportSql, SqlClient.SqlClient>() {}
+
+/** The export's page timeout on PostgreSQL when `EXPORT_PAGE_TIMEOUT_MS` is not set. */
+export const DEFAULT_EXPORT_PAGE_TIMEOUT_MS = 10_000
+
+/** Exports a process streams at once when `EXPORT_CONCURRENCY` is not set. */
+export const DEFAULT_EXPORT_CONCURRENCY = 4
+
+/** The bound on a process's concurrent exports: also the size of PostgreSQL's export pool. */
+export const exportConcurrency = (config: AppSettings): number => config.exportConcurrency ?? DEFAULT_EXPORT_CONCURRENCY
+
+export const ExportSqlLive: Layer.Layer<ExportSql, unknown, AppConfig | SqlClient.SqlClient> = Layer.scoped(
+  ExportSql,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const shared = yield* SqlClient.SqlClient
+    if (config.databaseUrl !== undefined) {
+      return yield* steadyPgClient(config.databaseUrl, {
+        ...poolSettings(config),
+        size: exportConcurrency(config),
+        statementTimeoutMs: config.exportPageTimeoutMs ?? DEFAULT_EXPORT_PAGE_TIMEOUT_MS
+      })
+    }
+    if (config.databasePath === ":memory:") return shared
+    const client = yield* SqliteClient.make({
+      filename: config.databasePath,
+      create: false,
+      disableWAL: true,
+      transformQueryNames: camelToSnake,
+      transformResultNames: snakeToCamel
+    })
+    yield* client.unsafe("PRAGMA query_only = 1")
+    yield* client.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs(config)))}`)
+    return client
+  }).pipe(Effect.provide(Reactivity.layer))
+)
