@@ -1,9 +1,10 @@
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Schema, Stream, SubscriptionRef } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Either, Fiber, Schema, Stream, SubscriptionRef } from "effect"
 import { connect, type Socket } from "node:net"
 import { WebhookBackgroundLive } from "../src/App.js"
+import { AppConfig } from "../src/Config.js"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
 import { ExportSlots, type HeldSlots } from "../src/Responses/ExportSlots.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
@@ -285,4 +286,20 @@ describe("CSV export bounds", () => {
         )
       )
   )
+})
+
+describe("EXPORT_* settings", () => {
+  const read = (env: Record<string, string>) =>
+    AppConfig.fromEnv().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
+
+  it.effect("are read as whole numbers in their range, and left to their defaults when unset", () =>
+    Effect.gen(function*() {
+      const unset = yield* read({})
+      expect([unset.exportConcurrency, unset.exportConcurrencyPerAccount, unset.exportPageTimeoutMs]).toEqual([undefined, undefined, undefined])
+      const set = yield* read({ EXPORT_CONCURRENCY: "8", EXPORT_CONCURRENCY_PER_ACCOUNT: "3", EXPORT_PAGE_TIMEOUT_MS: "2500" })
+      expect([set.exportConcurrency, set.exportConcurrencyPerAccount, set.exportPageTimeoutMs]).toEqual([8, 3, 2500])
+      for (const bad of [{ EXPORT_CONCURRENCY: "0" }, { EXPORT_CONCURRENCY_PER_ACCOUNT: "1.5" }, { EXPORT_PAGE_TIMEOUT_MS: "-1" }]) {
+        expect(Either.isLeft(yield* Effect.either(read(bad))), JSON.stringify(bad)).toBe(true)
+      }
+    }))
 })
