@@ -128,7 +128,8 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
         OpenApi.Description,
         "The filtered set, unpaginated, streamed row by row as a CSV download. " +
           "`GET /api/v1/surveys/{id}/responses?format=csv` (api-v1 §4.3) is the same request and answers the same bytes; " +
-          "cursor and limit are ignored on both."
+          "cursor and limit are ignored on both. Exports that stream at once are bounded per account (beyond: 429 " +
+          "rate_limited) and per server process (beyond: 503 service_unavailable), both with Retry-After."
       )
   )
   .add(
