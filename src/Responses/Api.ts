@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { ParseResult, Schema, SchemaAST } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
-import { ForbiddenWire, InvalidRequestWire, NotFoundWire, RateLimitedWire, ServiceUnavailableWire } from "../Domain/Errors.js"
+import { ForbiddenWire, InvalidRequestWire, NotFoundWire, ServiceUnavailableWire } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
 import { ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
 import { ResponseId } from "../Domain/Ids.js"
@@ -95,7 +95,6 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .addError(ForbiddenWire)
       .addError(NotFoundWire)
       .addError(ServiceUnavailableWire)
-      .addError(RateLimitedWire)
       .annotate(OpenApi.Summary, "List responses of a survey, oldest first")
       .annotate(
         OpenApi.Description,
@@ -122,14 +121,13 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       .addError(ForbiddenWire)
       .addError(NotFoundWire)
       .addError(ServiceUnavailableWire)
-      .addError(RateLimitedWire)
       .annotate(OpenApi.Summary, "Export responses of a survey as CSV")
       .annotate(
         OpenApi.Description,
         "The filtered set, unpaginated, streamed row by row as a CSV download. " +
           "`GET /api/v1/surveys/{id}/responses?format=csv` (api-v1 §4.3) is the same request and answers the same bytes; " +
-          "cursor and limit are ignored on both. Exports that stream at once are bounded per account (beyond: 429 " +
-          "rate_limited) and per server process (beyond: 503 service_unavailable), both with Retry-After."
+          "cursor and limit are ignored on both. Exports that stream at once are bounded per account and per server process; " +
+          "beyond either bound the export answers 503 service_unavailable with Retry-After."
       )
   )
   .add(

@@ -1,6 +1,6 @@
 import { Effect, type Scope, SubscriptionRef } from "effect"
 import { AppConfig } from "../Config.js"
-import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
+import { ServiceUnavailable } from "../Domain/Errors.js"
 import { exportConcurrency } from "../Sql/Database.js"
 
 /** Exports one account streams at once in a process when `EXPORT_CONCURRENCY_PER_ACCOUNT` is not set. */
@@ -31,6 +31,8 @@ const adding = (held: HeldSlots, accountId: string, n: number): HeldSlots => {
 /**
  * How many CSV exports stream at once: at most `EXPORT_CONCURRENCY` in the process, and at most
  * `EXPORT_CONCURRENCY_PER_ACCOUNT` of one account (the key's creator, as the quota counts) in it.
+ * Both refusals are 503 `service_unavailable` with `Retry-After`: a 429 would be a request the quota
+ * must not count, and the quota has already counted it when the export is refused.
  * Each export reads its pages on a connection of its own (`ExportSql`, src/Sql/Database.ts), so
  * the bound is also what keeps that connection's queue, or PostgreSQL's export pool, short.
  */
@@ -42,13 +44,12 @@ export class ExportSlots extends Effect.Service<ExportSlots>()("Responses/Export
     const held = yield* SubscriptionRef.make(none)
 
     const take = (accountId: string) =>
-      Effect.flatten(SubscriptionRef.modify(held, (now): [Effect.Effect<void, RateLimited | ServiceUnavailable>, HeldSlots] => {
+      Effect.flatten(SubscriptionRef.modify(held, (now): [Effect.Effect<void, ServiceUnavailable>, HeldSlots] => {
         if ((now.byAccount.get(accountId) ?? 0) >= perAccount) {
           return [
             Effect.fail(
-              new RateLimited({
-                message: `This account already runs ${perAccount} CSV exports; retry once one has finished.`,
-                retryAfterSeconds: EXPORT_RETRY_AFTER_SECONDS
+              new ServiceUnavailable({
+                message: `This account already runs ${perAccount} CSV exports; retry once one has finished.`
               })
             ),
             now
@@ -67,7 +68,7 @@ export class ExportSlots extends Effect.Service<ExportSlots>()("Responses/Export
      * A slot for one export of `accountId`, held until `scope` closes; refused at once when the
      * account's or the process's slots are all held.
      */
-    const hold = (accountId: string): Effect.Effect<void, RateLimited | ServiceUnavailable, Scope.Scope> =>
+    const hold = (accountId: string): Effect.Effect<void, ServiceUnavailable, Scope.Scope> =>
       Effect.acquireRelease(take(accountId), () => SubscriptionRef.update(held, (now) => adding(now, accountId, -1)))
 
     return { hold, held } as const
