@@ -46,16 +46,20 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
 
     const write = (respondent: RespondentContext, target: Option.Option<string>, submission: Submission) =>
       Effect.gen(function*() {
-        // On PostgreSQL the token is held until the save commits: an erasure of the person deletes
-        // the token first (src/Responses/ResponseDeletion.ts), so it waits for this save and erases
-        // what it stored, or it came first and this save is refused like any unknown token.
-        // A token good for one response is held exclusively by a save that may start one, so that
-        // of two such saves at once the second finds the first's response.
-        if (dialectOf(sql) === "pg") {
-          const mode = Option.isNone(target) && respondent.singleResponse !== 0 ? sql`FOR UPDATE` : sql`FOR SHARE`
-          const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash} ${mode}`.values
-          if (held.length === 0) return yield* tokenRefused()
-        }
+        // The token was checked before this transaction began: read again inside it, so that an
+        // erasure of the person (which deletes the token first, src/Responses/ResponseDeletion.ts)
+        // either waits for this save and erases what it stored, or came first and this save is
+        // refused like any unknown token. SQLite's writers take turns from BEGIN IMMEDIATE on; on
+        // PostgreSQL the row is locked until commit. A token good for one response is held
+        // exclusively by a save that may start one, so that of two such saves at once the second
+        // finds the first's response.
+        const mode = dialectOf(sql) !== "pg"
+          ? sql``
+          : Option.isNone(target) && respondent.singleResponse !== 0
+          ? sql` FOR UPDATE`
+          : sql` FOR SHARE`
+        const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash}${mode}`.values
+        if (held.length === 0) return yield* tokenRefused()
         const survey = yield* surveys.findById(respondent.surveyId)
         if (Option.isNone(survey) || survey.value.trashed !== 0 || survey.value.status !== "published") {
           const status = Option.match(survey, {
