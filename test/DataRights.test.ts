@@ -7,6 +7,7 @@ import { EventEnvelope } from "../src/Events/Event.js"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
+import { everyRow } from "./support/StoredRows.js"
 import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { deliveries, WebhookWorld } from "./support/WebhookWorld.js"
@@ -53,7 +54,6 @@ const Counts = Schema.Struct({
   events: Schema.Number,
   responseCount: Schema.Number
 })
-const Table = Schema.Struct({ name: Schema.String })
 const Payload = Schema.Struct({ payload: Schema.String })
 
 const state = (surveyId: string) =>
@@ -66,27 +66,6 @@ const state = (surveyId: string) =>
              (SELECT response_count FROM surveys WHERE id = ${surveyId}) AS response_count`.pipe(Effect.orDie))
     return row!
   })
-
-/** Every row of every table of the database, as text, with the table it came from. */
-const everyRow = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const tables = decodeAs(
-    Schema.Array(Table),
-    yield* sql.onDialectOrElse({
-      pg: () => sql`SELECT table_name AS name FROM information_schema.tables
-        WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
-      orElse: () => sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
-    }).pipe(Effect.orDie)
-  )
-  const out: Array<{ table: string; row: string }> = []
-  for (const { name } of tables) {
-    const rows = yield* sql.unsafe(`SELECT * FROM "${name.replaceAll("\"", "\"\"")}"`).pipe(
-      Effect.orDie
-    )
-    for (const row of rows) out.push({ table: name, row: JSON.stringify(row) })
-  }
-  return { tables: tables.map((t) => t.name), rows: out }
-})
 
 const storedEvents = (responseId: string) =>
   Effect.gen(function*() {

@@ -1,15 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Idempotency } from "../src/Http/Idempotency.js"
+import { Idempotency, storedKey } from "../src/Http/Idempotency.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
+import { everyRow } from "./support/StoredRows.js"
 
 const json = (value: unknown) => JSON.stringify(value)
 const Saved = Schema.Struct({ responseId: Schema.String })
 const PageOpen = Schema.Struct({ respondentToken: Schema.String })
+const EmbedUrl = Schema.Struct({ embedUrl: Schema.String })
 const Issues = Schema.Struct({ issues: Schema.Array(Schema.Struct({ path: Schema.String })) })
 
 const embed = (key: string | undefined, externalUserId: string, surveyId = "srv_short", token: string = TOKENS.editor) =>
@@ -160,15 +162,33 @@ layer(TestServer(respondentFixture))("idempotent creation", (it) => {
       const sql = yield* SqlClient.SqlClient
       expect((yield* embed("erase-1", "person-f")).status).toBe(201)
       expect((yield* embed("erase-2", "person-g")).status).toBe(201)
+      const [first, second] = [storedKey("erase-1"), storedKey("erase-2")]
       const keys = sql`SELECT idempotency_key AS key FROM idempotency_keys
-        WHERE idempotency_key IN ('erase-1', 'erase-2') ORDER BY 1`.pipe(
+        WHERE idempotency_key IN (${first}, ${second})`.pipe(
         Effect.orDie,
-        Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ key: Schema.String })), rows))
+        Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ key: Schema.String })), rows).map((r) => r.key).sort())
       )
-      expect((yield* keys).map((r) => r.key)).toEqual(["erase-1", "erase-2"])
+      expect(yield* keys).toEqual([first, second].sort())
       const erased = yield* call("POST", "/api/v1/erasures", { token: TOKENS.editor, body: json({ externalUserId: "person-f" }) })
       expect(erased.status).toBe(200)
-      expect((yield* keys).map((r) => r.key)).toEqual(["erase-2"])
+      expect(yield* keys).toEqual([second])
+    }))
+
+  it.effect("neither the embed token nor the key is stored in clear, and the replay still answers the same", () =>
+    Effect.gen(function*() {
+      const key = "secret-retry-7f3a"
+      const first = yield* embed(key, "person-h")
+      expect(first.status).toBe(201)
+      const token = new URL(bodyOf(EmbedUrl, first).embedUrl).pathname.split("/").pop() ?? ""
+      expect(token).toHaveLength(43)
+      const stored = yield* everyRow
+      expect(stored.tables).toContain("idempotency_keys")
+      expect(stored.rows.filter((r) => r.row.includes(token) || r.row.includes(key))).toEqual([])
+
+      const again = yield* embed(key, "person-h")
+      expect(again.status).toBe(201)
+      expect(again.headers["idempotent-replayed"]).toBe("true")
+      expect(again.text).toBe(first.text)
     }))
 
   it.effect("the OpenAPI document declares the header and the replay marker", () =>

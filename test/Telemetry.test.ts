@@ -18,7 +18,7 @@ import { AppConfig, parseOtlpHeaders } from "../src/Config.js"
 import { exportsDropped, spansDropped } from "../src/Telemetry/BoundedExport.js"
 import { telemetryLayer } from "../src/Telemetry/Otlp.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer, testDatabase } from "./support/TestServer.js"
+import { call, decodeAs, get, TestServer, testDatabase } from "./support/TestServer.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 interface Export {
@@ -71,6 +71,7 @@ const Value = Schema.Struct({
   stringValue: Schema.optional(Schema.String),
   intValue: Schema.optional(Schema.Union(Schema.String, Schema.Number))
 })
+const EmbedUrl = Schema.Struct({ embedUrl: Schema.String })
 const Attributes = Schema.Array(Schema.Struct({ key: Schema.String, value: Value }))
 const Traces = Schema.Struct({
   resourceSpans: Schema.Array(Schema.Struct({
@@ -105,21 +106,24 @@ const attribute = (attributes: typeof Attributes.Type, key: string) => {
 const decode = <A, I>(schema: Schema.Schema<A, I>, body: unknown) =>
   Either.getOrUndefined(Schema.decodeUnknownEither(schema)(body))
 
+/** The server's settings to export to a local collector at `url`, quickly. */
+const exportingTo = (url: string) => ({
+  telemetry: {
+    endpoint: url,
+    serviceName: "survey-service-test",
+    headers: Redacted.make({ "x-collector-key": "collector-secret" }),
+    spanExportDelay: Duration.millis(50),
+    metricExportInterval: Duration.millis(50),
+    spanBatchSize: 512,
+    exportTimeout: Duration.seconds(10)
+  }
+})
+
 describe("OpenTelemetry export over OTLP/HTTP", () => {
   it.live("a request's span (route, status, request id) and its request metric reach a local collector", () =>
     Effect.gen(function*() {
       const otlp = yield* collector
-      const settings = {
-        telemetry: {
-          endpoint: otlp.url,
-          serviceName: "survey-service-test",
-          headers: Redacted.make({ "x-collector-key": "collector-secret" }),
-          spanExportDelay: Duration.millis(50),
-          metricExportInterval: Duration.millis(50),
-          spanBatchSize: 512,
-          exportTimeout: Duration.seconds(10)
-        }
-      }
+      const settings = exportingTo(otlp.url)
       yield* Effect.gen(function*() {
         const res = yield* get("/api/v1/surveys/srv_main", TOKENS.editor)
         expect(res.status).toBe(200)
@@ -168,6 +172,41 @@ describe("OpenTelemetry export over OTLP/HTTP", () => {
           return undefined
         })
         expect(Number(counted.asInt ?? counted.asDouble)).toBeGreaterThanOrEqual(1)
+      }).pipe(Effect.provide(TestServer(baseFixture, settings)))
+    }).pipe(Effect.scoped))
+})
+
+describe("secrets in exported spans", () => {
+  it.live("an embed URL's token is replaced by {token} in the request's span", () =>
+    Effect.gen(function*() {
+      const otlp = yield* collector
+      const settings = exportingTo(otlp.url)
+      yield* Effect.gen(function*() {
+        const created = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
+          token: TOKENS.editor,
+          body: JSON.stringify({ externalUserId: "person-traced" })
+        })
+        expect(created.status).toBe(201)
+        const path = new URL(decodeAs(EmbedUrl, created.body).embedUrl).pathname
+        const token = path.split("/").pop() ?? ""
+        expect(token).toHaveLength(43)
+        // The test's own client records no span: only the service's spans are exported.
+        const opened = yield* call("GET", path, { headers: { accept: "application/json", referer: `http://127.0.0.1${path}` } })
+          .pipe(Effect.withTracerEnabled(false))
+        expect(opened.status).toBe(200)
+
+        const span = yield* otlp.awaitExport((item) =>
+          item.path !== "/v1/traces" ? undefined : decode(Traces, item.body)?.resourceSpans
+            .flatMap((r) => r.scopeSpans.flatMap((scope) => scope.spans))
+            .find((s) => attribute(s.attributes, "http.route") === "/embed/:token")
+        )
+        expect(attribute(span.attributes, "url.path")).toBe("/embed/{token}")
+        expect(attribute(span.attributes, "url.full")).toMatch(/\/embed\/\{token\}$/)
+        expect(attribute(span.attributes, "http.request.header.referer")).toBe("http://127.0.0.1/embed/{token}")
+        expect(JSON.stringify(span)).not.toContain(token)
+        // Nothing exported up to that span carries it either.
+        const leaked = yield* otlp.awaitExport((item) => item.text.includes("/embed/{token}") ? item.text.includes(token) : undefined)
+        expect(leaked).toBe(false)
       }).pipe(Effect.provide(TestServer(baseFixture, settings)))
     }).pipe(Effect.scoped))
 })

@@ -41,7 +41,8 @@ export const EmbedSessionsLive = HttpApiBuilder.group(Api, "embedSessions", (han
         const answer = yield* idempotency.once({
           scope: { _tag: "Workspace", workspaceId: survey.workspaceId },
           key,
-          request: requestHash("POST", `/surveys/${survey.id}/embed-sessions`, encodeRequest(payload))
+          request: requestHash("POST", `/surveys/${survey.id}/embed-sessions`, encodeRequest(payload)),
+          sealed: true
         }, create)
         return answerResponse(answer)
       }))

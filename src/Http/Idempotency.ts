@@ -1,7 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Option, Schedule, Schema } from "effect"
-import { createHash } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { InvalidRequest } from "../Domain/Errors.js"
@@ -94,6 +94,34 @@ export const scopeText = (scope: IdempotencyScope): string =>
 export const requestHash = (method: string, path: string, body: unknown): string =>
   createHash("sha256").update(`${method} ${path}\n${JSON.stringify(body)}`).digest("base64url")
 
+/** A key as stored: its hash, so that the database holds nothing that opens a sealed answer. */
+export const storedKey = (key: string): string => createHash("sha256").update(key).digest("base64url")
+
+const sealedPrefix = "sealed:"
+
+/** The AES-256-GCM key of one key's sealed answer: known only to whoever holds the key itself. */
+const answerKey = (key: string, scope: string) => Buffer.from(hkdfSync("sha256", key, scope, "idempotent answer", 32))
+
+/** An answer encrypted under its key: nonce, tag and ciphertext, base64url. */
+const seal = (key: string, scope: string, body: string): string => {
+  const nonce = randomBytes(12)
+  const cipher = createCipheriv("aes-256-gcm", answerKey(key, scope), nonce)
+  const text = Buffer.concat([cipher.update(body, "utf8"), cipher.final()])
+  return sealedPrefix + Buffer.concat([nonce, cipher.getAuthTag(), text]).toString("base64url")
+}
+
+/** A sealed answer opened with its key; none if it does not open (another key, a damaged row). */
+const unseal = (key: string, scope: string, stored: string): Option.Option<string> => {
+  const bytes = Buffer.from(stored.slice(sealedPrefix.length), "base64url")
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", answerKey(key, scope), bytes.subarray(0, 12))
+    decipher.setAuthTag(bytes.subarray(12, 28))
+    return Option.some(Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString("utf8"))
+  } catch {
+    return Option.none()
+  }
+}
+
 /** The JSON answer of a creation, with `Idempotent-Replayed: true` when it is a replay. */
 export const answerResponse = (answer: Answer & { readonly replayed: boolean }) =>
   HttpServerResponse.text(answer.body, {
@@ -104,9 +132,11 @@ export const answerResponse = (answer: Answer & { readonly replayed: boolean }) 
 
 /**
  * Creations that a client may retry safely. The key is claimed by inserting its row in the
- * transaction that creates the thing, and the row's primary key (scope, key) is what decides
+ * transaction that creates the thing, and the row's primary key (scope, key hash) is what decides
  * between two requests carrying one key: the second waits for the first's transaction and then
  * finds the stored answer. A creation that fails stores nothing, so a retry runs it again.
+ * An answer that holds a secret (an embed URL, whose token is otherwise stored only hashed) is
+ * stored sealed under a key derived from the Idempotency-Key, which only the client holds.
  */
 export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency", {
   effect: Effect.gen(function*() {
@@ -127,18 +157,26 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
      * Without a key, `create` just runs.
      */
     const once = <E, R>(
-      input: { readonly scope: IdempotencyScope; readonly key: Option.Option<string>; readonly request: string },
+      input: {
+        readonly scope: IdempotencyScope
+        readonly key: Option.Option<string>
+        readonly request: string
+        /** The answer holds a secret: stored sealed, opened only by a repeat with the same key. */
+        readonly sealed?: boolean
+      },
       create: Effect.Effect<Answer, E, R>
     ): Effect.Effect<Answer & { readonly replayed: boolean }, E | InvalidRequest, R> => {
       if (Option.isNone(input.key)) return Effect.map(create, (answer) => ({ ...answer, replayed: false }))
-      const key = input.key.value
+      const clearKey = input.key.value
+      const key = storedKey(clearKey)
       const scope = scopeText(input.scope)
       return Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const claimed = yield* claim(scope, key, input.request, now).pipe(Effect.orDie)
         if (claimed.length > 0) {
           const answer = yield* create
-          yield* sql`UPDATE idempotency_keys SET status = ${answer.status}, body = ${answer.body}
+          const body = input.sealed === true ? seal(clearKey, scope, answer.body) : answer.body
+          yield* sql`UPDATE idempotency_keys SET status = ${answer.status}, body = ${body}
             WHERE scope = ${scope} AND idempotency_key = ${key}`.pipe(Effect.orDie)
           return { ...answer, replayed: false }
         }
@@ -149,7 +187,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
         if (first.requestHash !== input.request) {
           return yield* invalidKey("this key was used in the last 24 hours for another request")
         }
-        return { status: first.status, body: first.body, replayed: true }
+        const body = first.body.startsWith(sealedPrefix) ? unseal(clearKey, scope, first.body) : Option.some(first.body)
+        if (Option.isNone(body)) return yield* Effect.dieMessage("a sealed idempotent answer did not open with its key")
+        return { status: first.status, body: body.value, replayed: true }
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
     }
 

@@ -10,6 +10,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Cause, Context, Effect, ExecutionStrategy, Exit, Layer, Metric, MetricLabel, Option, Scope } from "effect"
 import { type Drain, Listener } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
+import { redactSecretUrls } from "../Telemetry/SecretUrls.js"
 import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
 import { answerHeadersOf, requestIdOf } from "./RequestId.js"
 
@@ -103,6 +104,7 @@ export const serveMiddlewareMeasured = <E, R>(
   return Effect.gen(function*() {
     const started = performance.now()
     const span = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
+    if (span !== undefined) redactSecretUrls(span)
     const response = yield* served
     const requestId = response.headers["x-request-id"]
     if (span !== undefined && requestId !== undefined) span.attribute("http.request.id", requestId)
