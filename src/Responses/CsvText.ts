@@ -19,7 +19,10 @@ const formulaStart = /^[=+\-@\t\r]/
 export const csvField = (text: string): string =>
   needsQuotes.test(text) ? `"${text.replaceAll("\"", "\"\"")}"` : text
 
-/** Free text that a spreadsheet would run as a formula gets a leading apostrophe. */
+/**
+ * Text that a spreadsheet would run as a formula gets a leading apostrophe: free-text answers and
+ * the `externalUserId`, which integrators pass on from their own users.
+ */
 export const guardFormula = (text: string): string => (formulaStart.test(text) ? `'${text}` : text)
 
 export const isFreeText = (type: QuestionType) => type === "textarea" || type === "email"
@@ -60,7 +63,7 @@ export const rowLine = <Row>(
   freeText: ReadonlyArray<boolean>,
   row: Row
 ): string => {
-  let line = `${csvField(reads.id(row))},${csvField(surveyId)},${csvField(reads.externalUserId(row) ?? "")},${
+  let line = `${csvField(reads.id(row))},${csvField(surveyId)},${csvField(guardFormula(reads.externalUserId(row) ?? ""))},${
     reads.completed(row) ? "true" : "false"
   },${csvField(reads.createdAt(row))},${csvField(reads.completedAt(row) ?? "")}`
   for (let i = 0; i < freeText.length; i++) {
