@@ -10,6 +10,9 @@ const at = (n: number) => new Date(Date.UTC(2026, 2, 1) + n * 1000).toISOString(
 /** Ids that integrators' end users may choose: a spreadsheet would run the first three as formulas. */
 const externalIds = ["=cmd|' /C calc'!A0", "@SUM(1+1)", "+1-1", "plain-id"]
 
+/** Survey ids an import may hold: a quote and a semicolon, a backslash, a letter outside ASCII. */
+const oddIds = ["srv_\"q;x", "srv_back\\slash", "srv_ümlaut"]
+
 const fixture: FixtureInput = {
   ...baseFixture,
   surveys: [
@@ -22,7 +25,16 @@ const fixture: FixtureInput = {
       createdAt: at(0),
       updatedAt: at(0),
       questions: [{ id: "i_text", type: "textarea", label: "Text", order: 1 }]
-    }
+    },
+    ...oddIds.map((id) => ({
+      id,
+      workspaceId: "ws_a",
+      title: "Odd id",
+      status: "published" as const,
+      createdAt: at(0),
+      updatedAt: at(0),
+      questions: [{ id: `${id}_q`, type: "textarea" as const, label: "Text", order: 1 }]
+    }))
   ],
   responses: externalIds.map((externalUserId, i) => ({
     id: `rsp_ids_${i}`,
@@ -44,5 +56,31 @@ layer(TestServer(fixture))("the CSV export's cells an integrator's end user chos
       const [header, ...rows] = records(res.text)
       expect(header?.[2]).toBe("externalUserId")
       expect(rows.map((row) => row[2])).toEqual(["'=cmd|' /C calc'!A0", "'@SUM(1+1)", "'+1-1", "plain-id"])
+    }))
+})
+
+/** `Content-Disposition` read as RFC 6266 says: the quoted `filename`, and `filename*` when given. */
+const dispositionOf = (header: string) => {
+  const match = /^attachment; filename="((?:[^"\\]|\\.)*)"(?:; filename\*=UTF-8''([A-Za-z0-9!#$&+\-.^_`|~%]+))?$/.exec(header)
+  if (match === null) return undefined
+  return {
+    filename: (match[1] ?? "").replace(/\\(.)/g, "$1"),
+    extended: match[2] === undefined ? undefined : decodeURIComponent(match[2])
+  }
+}
+
+layer(TestServer(fixture))("the CSV download's name", (it) => {
+  it.effect("a survey id with a quote, a semicolon, a backslash or a letter outside ASCII gives a valid Content-Disposition", () =>
+    Effect.gen(function*() {
+      for (const id of oddIds) {
+        const res = yield* get(`/api/v1/surveys/${encodeURIComponent(id)}/responses.csv`, TOKENS.editor)
+        expect(res.status).toBe(200)
+        const parsed = dispositionOf(res.headers["content-disposition"] ?? "")
+        expect(parsed?.extended).toBe(`${id}-responses.csv`)
+        // The plain name is the same where ASCII allows, for clients that read only it.
+        expect(parsed?.filename).toBe(`${id.replace(/[^\x20-\x7e]/g, "_")}-responses.csv`)
+      }
+      const plain = yield* get("/api/v1/surveys/srv_ids/responses.csv", TOKENS.editor)
+      expect(plain.headers["content-disposition"]).toBe("attachment; filename=\"srv_ids-responses.csv\"")
     }))
 })

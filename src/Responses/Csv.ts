@@ -3,7 +3,7 @@ import { edenGC } from "bun:jsc"
 import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { ResponseStatusFilter } from "../Domain/Response.js"
-import { csvLine, type CsvQuestion, type CsvRowReads, headerOf, isFreeText, rowLine } from "./CsvText.js"
+import { attachmentDisposition, csvLine, type CsvQuestion, type CsvRowReads, headerOf, isFreeText, rowLine } from "./CsvText.js"
 import { positional } from "../Sql/Dialect.js"
 import { column, nullableText, type Row, rowShape } from "../Sql/Rows.js"
 
@@ -135,5 +135,5 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
 export const csvResponse = (sql: SqlClient.SqlClient, req: CsvExport) =>
   HttpServerResponse.stream(csvStream(sql, req), {
     contentType: "text/csv; charset=utf-8",
-    headers: { "content-disposition": `attachment; filename="${req.surveyId}-responses.csv"` }
+    headers: { "content-disposition": attachmentDisposition(`${req.surveyId}-responses.csv`) }
   })

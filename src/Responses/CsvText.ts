@@ -72,3 +72,19 @@ export const rowLine = <Row>(
   }
   return line + "\r\n"
 }
+
+const tokenChars = /^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/
+
+/**
+ * `Content-Disposition` of a download named `filename` (RFC 6266): the name as a quoted string,
+ * ASCII only (a quote or backslash escaped, anything else outside printable ASCII as `_`), and
+ * beside it the exact name as `filename*=UTF-8''…` when it holds more than token characters.
+ * An imported survey id may hold any character, `"` and `;` included.
+ */
+export const attachmentDisposition = (filename: string): string => {
+  const plain = filename.replace(/[^\x20-\x7e]/g, "_").replace(/["\\]/g, "\\$&")
+  const header = `attachment; filename="${plain}"`
+  if (tokenChars.test(filename)) return header
+  const exact = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  return `${header}; filename*=UTF-8''${exact}`
+}
