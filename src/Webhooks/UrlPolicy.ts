@@ -1,4 +1,4 @@
-import { Context, Effect, Either } from "effect"
+import { Context, Duration, Effect, Either } from "effect"
 import { lookup } from "node:dns/promises"
 import { isIPv4, isIPv6 } from "node:net"
 
@@ -29,6 +29,16 @@ export class Resolver extends Context.Reference<Resolver>()("Webhooks/Resolver",
       )
   })
 }) {}
+
+/** How long a target's name may take to resolve before the target is refused. */
+export const DNS_LOOKUP_TIMEOUT = Duration.seconds(5)
+
+/**
+ * The one answer to a target refused for where it points (a non-public address, a name that does
+ * not resolve, or not in time): which of these it was would tell a client about the service's own
+ * network and resolver. The reason is logged at debug level.
+ */
+export const TARGET_REFUSED = "targetUrl must be an https URL whose host resolves only to public addresses"
 
 // ---------------------------------------------------------------------------------------------
 // Address ranges (decisions §7)
@@ -157,11 +167,9 @@ export const parseTarget = (input: string, allowPrivate: boolean): Either.Either
   if (url.port === "0") return Either.left("targetUrl has port 0; use a port from 1 to 65535")
   if (url.hostname.includes("%")) return Either.left("targetUrl must not carry an IPv6 zone id")
   const literal = hostLiteral(url.hostname)
-  if (literal !== undefined && !allowPrivate && isBlockedAddress(literal.address)) {
-    return Either.left("targetUrl points to a loopback, private, link-local or reserved address")
-  }
+  if (literal !== undefined && !allowPrivate && isBlockedAddress(literal.address)) return Either.left(TARGET_REFUSED)
   if (literal === undefined && !allowPrivate && /^(localhost|.*\.localhost)\.?$/i.test(url.hostname)) {
-    return Either.left("targetUrl points to a loopback, private, link-local or reserved address")
+    return Either.left(TARGET_REFUSED)
   }
   url.hash = ""
   const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
@@ -169,21 +177,29 @@ export const parseTarget = (input: string, allowPrivate: boolean): Either.Either
 }
 
 /**
- * Resolves a target's host and checks every answer. The address returned is the one to
- * connect to: the caller must not resolve the name again.
+ * Resolves a target's host (within `DNS_LOOKUP_TIMEOUT`) and checks every answer. The address
+ * returned is the one to connect to: the caller must not resolve the name again. Every refusal
+ * fails with `TARGET_REFUSED`.
  */
 export const resolveTarget = (target: Target, allowPrivate: boolean) =>
   Effect.gen(function*() {
     if (target.literal !== undefined) return target.literal
     const resolver = yield* Resolver
-    const answers = yield* resolver.resolve(target.hostname)
+    const answers = yield* resolver.resolve(target.hostname).pipe(
+      Effect.timeoutFail({
+        duration: DNS_LOOKUP_TIMEOUT,
+        onTimeout: () => `no answer within ${Duration.format(DNS_LOOKUP_TIMEOUT)}`
+      })
+    )
     const first = answers[0]
-    if (first === undefined) return yield* Effect.fail(`${target.hostname} has no address`)
-    if (!allowPrivate) {
-      const blocked = answers.find((a) => isBlockedAddress(a.address))
-      if (blocked !== undefined) {
-        return yield* Effect.fail(`${target.hostname} resolves to a non-public address`)
-      }
+    if (first === undefined) return yield* Effect.fail("no address")
+    if (!allowPrivate && answers.some((a) => isBlockedAddress(a.address))) {
+      return yield* Effect.fail("a non-public address")
     }
     return first
-  })
+  }).pipe(
+    Effect.tapError((reason) =>
+      Effect.logDebug("webhook target refused").pipe(Effect.annotateLogs({ host: target.hostname, reason }))
+    ),
+    Effect.mapError(() => TARGET_REFUSED)
+  )
