@@ -6,7 +6,9 @@ import { DEMO_OWNER, DEMO_VIEWER, DEMO_WORKSPACE, demoFixture } from "./DemoData
 
 /**
  * Seeds the demo workspace into a database that lacks it, then mints an editor key and a
- * viewer key. Tokens are stored hashed, so each run mints fresh ones to print.
+ * viewer key. Tokens are stored hashed, so each run mints fresh ones to print, and revokes in the
+ * same transaction the keys earlier runs minted (the demo accounts' keys to the whole demo
+ * workspace), which nobody can print again.
  */
 export const seedDemo = Effect.fn("Demo.seed")(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -18,7 +20,12 @@ export const seedDemo = Effect.fn("Demo.seed")(function*() {
   if (seeded) {
     yield* importFixtureInput(demoFixture(yield* Clock.currentTimeMillis))
   }
-  const editor = yield* keys.create({ workspaceId: DEMO_WORKSPACE, accountId: DEMO_OWNER, surveyIds: null })
-  const viewer = yield* keys.create({ workspaceId: DEMO_WORKSPACE, accountId: DEMO_VIEWER, surveyIds: null })
-  return { seeded, editorToken: editor.token, viewerToken: viewer.token } as const
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    yield* sql`UPDATE api_keys SET revoked = 1
+      WHERE workspace_id = ${DEMO_WORKSPACE} AND created_by IN (${DEMO_OWNER}, ${DEMO_VIEWER})
+        AND survey_ids IS NULL AND revoked = 0`
+    const editor = yield* keys.create({ workspaceId: DEMO_WORKSPACE, accountId: DEMO_OWNER, surveyIds: null })
+    const viewer = yield* keys.create({ workspaceId: DEMO_WORKSPACE, accountId: DEMO_VIEWER, surveyIds: null })
+    return { seeded, editorToken: editor.token, viewerToken: viewer.token } as const
+  }))
 })
