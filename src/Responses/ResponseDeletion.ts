@@ -140,16 +140,19 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
 
     /**
      * Erases one person of a workspace: every response carrying the `externalUserId` (trashed
-     * surveys included), and the embed sessions and respondent tokens made for them, so that the
-     * id is stored nowhere and no later response can carry it. Answers how many responses went.
+     * surveys included), and the embed sessions and respondent tokens made for them, so that no
+     * later response can carry the id. The id stays only in the `response.deleted` events written
+     * here (their `data`, as X2.3 requires, for the receivers to learn whose responses went), which
+     * are kept 30 days for redelivery like every event. Answers how many responses went.
      */
     const erase = Effect.fn("ResponseDeletion.erase")(function*(input: {
       readonly workspaceId: string
       readonly externalUserId: string
     }) {
-      // The person's tokens go first: on PostgreSQL a save holds its token (FOR SHARE, see
-      // ResponseWriter) until it commits, so this waits for saves in flight and the responses they
-      // stored are among those read next; a save that comes later finds its token gone.
+      // The person's tokens go first: a save reads its token again inside its transaction (held
+      // FOR SHARE until it commits on PostgreSQL; on SQLite writers take turns, see ResponseWriter),
+      // so this waits for saves in flight and the responses they stored are among those read next;
+      // a save that comes later finds its token gone.
       yield* sql`DELETE FROM respondent_tokens
         WHERE external_user_id = ${input.externalUserId}
           AND survey_id IN (SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId})`
@@ -163,7 +166,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
         ORDER BY r.survey_id, r.created_at, r.id${lockedRows}`.pipe(Effect.flatMap(decodeDoomed))
       yield* remove(doomed)
-      // Remembered answers of embed session requests for the person (they hold its one-time URL).
+      // Remembered answers of embed session requests for the person (sealed, but holding its one-time URL).
       const surveys = yield* sql`SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId}`.pipe(
         Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String }))))
       )
