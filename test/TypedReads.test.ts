@@ -5,7 +5,7 @@ import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { surveyBranch } from "../src/Analytics/SnapshotSql.js"
 import { SurveyId } from "../src/Domain/Ids.js"
-import { Idempotency } from "../src/Http/Idempotency.js"
+import { Idempotency, storedKey } from "../src/Http/Idempotency.js"
 import { csvStream } from "../src/Responses/Csv.js"
 import { named, text } from "../src/Sql/Rows.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
@@ -52,7 +52,7 @@ layer(TestServer(baseFixture))("a stored idempotent answer of the wrong shape", 
       expect(yield* idempotency.once(input, Effect.die("runs once"))).toEqual({ ...first, replayed: true })
 
       yield* onPostgres("ALTER TABLE idempotency_keys ALTER COLUMN status TYPE TEXT")
-      yield* run("UPDATE idempotency_keys SET status = 'created' WHERE idempotency_key = 'typed-1'")
+      yield* run(`UPDATE idempotency_keys SET status = 'created' WHERE idempotency_key = '${storedKey("typed-1")}'`)
       const defect = yield* defectOf(idempotency.once(input, Effect.die("runs once")))
       expect(defect).toContain("Column status: expected a number, got string")
     }))
