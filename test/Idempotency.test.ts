@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Idempotency, storedKey } from "../src/Http/Idempotency.js"
 import { TOKENS } from "./support/Fixtures.js"
@@ -7,6 +7,7 @@ import { respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
 import { everyRow } from "./support/StoredRows.js"
+import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
 
 const json = (value: unknown) => JSON.stringify(value)
 const Saved = Schema.Struct({ responseId: Schema.String })
@@ -210,4 +211,21 @@ layer(TestServer(respondentFixture))("idempotent creation", (it) => {
       expect(JSON.stringify(spec.paths["/api/v1/surveys/{id}/responses/{responseId}"]?.["delete"])).toContain("204")
       expect(JSON.stringify(spec.paths["/api/v1/surveys/{id}/responses"]?.["get"])).toContain("updatedAfter")
     }))
+})
+
+describe("migration 0016", () => {
+  it.scoped("keeps respondents' remembered answers under their key's hash and drops the workspace's clear ones", () =>
+    withBareDatabase(
+      "survey-0016-",
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* migrateUpTo("0015_~")
+        yield* sql`INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, status, body, created_at) VALUES
+          ('respondent:h1', 'save-1', 'rh', 201, '{"responseId":"rsp_1"}', 1),
+          ('workspace:ws', 'embed-1', 'rh', 201, '{"embedUrl":"http://x/embed/secret"}', 1)`
+        yield* migrateUpTo("9999")
+        const rows = yield* sql`SELECT scope, idempotency_key, body FROM idempotency_keys`.values
+        expect(rows).toEqual([["respondent:h1", storedKey("save-1"), "{\"responseId\":\"rsp_1\"}"]])
+      })
+    ).pipe(Effect.orDie))
 })
