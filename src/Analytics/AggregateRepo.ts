@@ -373,8 +373,14 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       sql`SELECT ${sql.literal(LatestChangeColumns.columns)} FROM response_changes`.values,
       (rows) => (rows[0] === undefined ? 0 : LatestChangeColumns.at.seq(rows[0]) ?? 0)
     )
-    /** Drops consumed changes: the aggregator is the log's only reader, and its position only grows. */
-    const pruneChanges = (upTo: number) => sql`DELETE FROM response_changes WHERE seq <= ${upTo}`
+    /**
+     * Drops consumed changes, those after `after` up to `upTo`: the aggregator is the log's only
+     * reader, its position only grows, and what lies at or below it was dropped when it moved there.
+     * A closed range is walked by the primary key; an open one ("seq <= upTo") would be priced by a
+     * planner without statistics as a third of the log, and the log read whole on every step.
+     */
+    const pruneChanges = (after: number, upTo: number) =>
+      sql`DELETE FROM response_changes WHERE seq > ${after} AND seq <= ${upTo}`
     /** The next changes past `seq`, none of them passing over a change still being written (readSettled). */
     const changesAfter = (seq: number, limit: number) =>
       readSettled(

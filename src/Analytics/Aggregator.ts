@@ -75,7 +75,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       let responses = 0
       for (const id of ids) responses += yield* rebuild(id)
       yield* repo.setPosition(upTo)
-      yield* repo.pruneChanges(upTo)
+      yield* repo.pruneChanges(0, upTo)
       // A full rebuild writes a contribution per response: fold the write-ahead log back into the
       // database now rather than on the next small commit of a running server (SQLite only).
       yield* sql.onDialectOrElse({
@@ -139,7 +139,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         yield* repo.saveContributions(saved)
         yield* repo.setPosition(last.seq)
         // In the same transaction: the log holds only what the aggregates do not include yet.
-        yield* repo.pruneChanges(last.seq)
+        yield* repo.pruneChanges(from, last.seq)
         return changes.length
       })))
     })

@@ -196,7 +196,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
     /** Deletes answers older than the window; answers how many. */
     const prune = Effect.fn("Idempotency.prune")(function*() {
       const now = yield* Clock.currentTimeMillis
-      const removed = yield* sql`DELETE FROM idempotency_keys WHERE created_at <= ${now - IDEMPOTENCY_WINDOW_MILLIS}
+      // A range closed by the oldest answer, walked by the age index (WebhookRepo.purgeAttempts says why).
+      const removed = yield* sql`DELETE FROM idempotency_keys
+        WHERE created_at >= (SELECT MIN(created_at) FROM idempotency_keys) AND created_at <= ${now - IDEMPOTENCY_WINDOW_MILLIS}
         RETURNING scope`.pipe(Effect.orDie)
       return removed.length
     })

@@ -13,6 +13,7 @@ import WebhookOperations from "./migrations/0010_webhook_operations.js"
 import SyncAndErasure from "./migrations/0011_sync_and_erasure.js"
 import ProcessLeases from "./migrations/0012_process_leases.js"
 import QuotaFile from "./migrations/0013_quota_file.js"
+import RoundIndexes from "./migrations/0014_round_indexes.js"
 import SealedIdempotentAnswers from "./migrations/0016_sealed_idempotent_answers.js"
 
 /**
@@ -32,6 +33,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0011_sync_and_erasure": SyncAndErasure,
   "0012_process_leases": ProcessLeases,
   "0013_quota_file": QuotaFile,
+  "0014_round_indexes": RoundIndexes,
   "0016_sealed_idempotent_answers": SealedIdempotentAnswers
 }
 
