@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -38,6 +38,20 @@ const run = (command: string, args: ReadonlyArray<string>) => {
   }
 }
 
+/** `run` without holding the caller's event loop: its requests go on while pg_ctl waits. */
+const runAsync = (command: string, args: ReadonlyArray<string>) =>
+  new Promise<void>((resolve, reject) => {
+    const [file, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, [...args]]
+    const child = spawn(file, argv, { stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 })
+    let output = ""
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.once("error", reject)
+    child.once("close", (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${command} failed (${code ?? signal}): ${output}`))
+    )
+  })
+
 /** A port free on 127.0.0.1 at the time of asking. */
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -57,10 +71,19 @@ export interface PostgresCluster {
   readonly base: string
   /** Stops the server (immediate shutdown, bounded) and removes its directory. */
   readonly stop: () => void
+  /** Shuts the server down (fast: clients are disconnected) and keeps its data, as an outage. */
+  readonly halt: () => Promise<void>
+  /** Starts the halted server again on the same data directory and port. */
+  readonly resume: () => Promise<void>
+}
+
+export interface PostgresOptions {
+  /** Wait for the WAL flush at each commit, as a production server does; off (faster) unless asked. */
+  readonly synchronousCommit?: boolean
 }
 
 /** Starts a fresh cluster in a temporary directory; the caller stops it. */
-export const startPostgres = async (): Promise<PostgresCluster> => {
+export const startPostgres = async (settings: PostgresOptions = {}): Promise<PostgresCluster> => {
   const dir = mkdtempSync(join(tmpdir(), "survey-pg-"))
   if (asRoot) {
     const postgres = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" })
@@ -70,18 +93,19 @@ export const startPostgres = async (): Promise<PostgresCluster> => {
   chmodSync(dir, 0o700)
   const data = join(dir, "data")
   const port = await freePort()
+  const options = [
+    "-c listen_addresses=127.0.0.1",
+    `-c port=${port}`,
+    `-c unix_socket_directories=${dir}`,
+    "-c fsync=off",
+    `-c synchronous_commit=${settings.synchronousCommit === true ? "on" : "off"}`,
+    "-c full_page_writes=off",
+    "-c max_connections=300"
+  ].join(" ")
+  const startArgs = ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-t", "30", "-w", "start"]
   try {
     run(join(binaries, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
-    const options = [
-      "-c listen_addresses=127.0.0.1",
-      `-c port=${port}`,
-      `-c unix_socket_directories=${dir}`,
-      "-c fsync=off",
-      "-c synchronous_commit=off",
-      "-c full_page_writes=off",
-      "-c max_connections=300"
-    ].join(" ")
-    run(join(binaries, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-t", "30", "-w", "start"])
+    run(join(binaries, "pg_ctl"), startArgs)
   } catch (error) {
     rmSync(dir, { recursive: true, force: true })
     throw error
@@ -93,7 +117,9 @@ export const startPostgres = async (): Promise<PostgresCluster> => {
       rmSync(dir, { recursive: true, force: true })
     }
   }
-  return { base: `postgres://postgres@127.0.0.1:${port}`, stop }
+  const halt = () => runAsync(join(binaries, "pg_ctl"), ["-D", data, "-m", "fast", "-t", "30", "-w", "stop"])
+  const resume = () => runAsync(join(binaries, "pg_ctl"), startArgs)
+  return { base: `postgres://postgres@127.0.0.1:${port}`, stop, halt, resume }
 }
 
 export default async function startCluster() {
