@@ -180,6 +180,8 @@ interface Slot {
   /** Arrival times (performance.now) of the error lines it logged, all its lives together. */
   readonly errorLines: Array<number>
   lastStderr: string
+  /** The last error line it logged, shortened: why a SIGTERM'd process exited non-zero. */
+  lastError: string
   /** Starts that exited before serving (the database was down), each followed by another. */
   refusedStarts: number
 }
@@ -201,7 +203,10 @@ const watchLog = (slot: Slot, stream: ReadableStream<Uint8Array>) => {
     for (let end = rest.indexOf("\n"); end >= 0; end = rest.indexOf("\n")) {
       const line = rest.slice(0, end)
       rest = rest.slice(end + 1)
-      if (/"logLevel":"(ERROR|FATAL)"/.test(line) && slot.errorLines.length < 1_000_000) slot.errorLines.push(now())
+      if (/"logLevel":"(ERROR|FATAL)"/.test(line) && slot.errorLines.length < 1_000_000) {
+        slot.errorLines.push(now())
+        slot.lastError = line.slice(0, 400)
+      }
     }
     if (rest.length > 1_000_000) rest = ""
   })
@@ -463,6 +468,7 @@ const processFaults = async (world: World, database: string, record: Faults) => 
       const code = await stopped
       record.sigtermExits.push({ slot: slot.name, code })
       record.log.push(`${since(world)} SIGTERM ${slot.name}: exit ${code ?? "none (killed)"}`)
+      if (code !== 0) record.log.push(`    last error line: ${slot.lastError}; stderr: ${slot.lastStderr.slice(-400)}`)
     }
     await start(slot, database)
     record.log.push(`${since(world)} ${slot.name} serves again`)
@@ -545,7 +551,7 @@ const scenario = async (kind: "postgres" | "sqlite", run: number): Promise<Reado
   const receiver = await receiverProcess()
   const slots: Array<Slot> = ["A", "B"].map((name) => {
     const port = freePort()
-    return { name, port, base: `http://127.0.0.1:${port}`, proc: undefined, errorLines: [], lastStderr: "", refusedStarts: 0 }
+    return { name, port, base: `http://127.0.0.1:${port}`, proc: undefined, errorLines: [], lastStderr: "", lastError: "", refusedStarts: 0 }
   })
   for (const slot of slots) await start(slot, database)
 
