@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect } from "effect"
+import { Cause, Clock, Context, Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { AppConfig, DEFAULT_LEASE_MILLIS } from "../Config.js"
@@ -8,6 +8,17 @@ import { AppConfig, DEFAULT_LEASE_MILLIS } from "../Config.js"
 export class Instance extends Context.Reference<Instance>()("Background/Instance", {
   defaultValue: () => ({ id: `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")}` })
 }) {}
+
+/**
+ * Gives up a lease on the way out (a stop, an interrupted attempt). A lease that cannot be given up
+ * because the database is gone lapses by itself within its lease time, so the failure is logged
+ * and the stop goes on: it must not turn a clean stop into a crash.
+ */
+export const releaseOrLapse = (what: string) => <E, R>(release: Effect.Effect<void, E, R>): Effect.Effect<void, never, R> =>
+  Effect.catchAllCause(release, (cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.void
+      : Effect.logWarning(`${what} not given up; it lapses by itself`, Cause.squash(cause)))
 
 /** The lease of deliveries and jobs for these settings. */
 export const leaseMillisOf = (config: { readonly workerLeaseMillis?: number | undefined }): number =>
@@ -70,7 +81,7 @@ export class JobLeases extends Effect.Service<JobLeases>()("Background/JobLeases
       Effect.gen(function*() {
         let heldUntil = 0
         let askAgainAt = 0
-        yield* Effect.addFinalizer(() => heldUntil > 0 ? release(name) : Effect.void)
+        yield* Effect.addFinalizer(() => heldUntil > 0 ? releaseOrLapse(`lease of ${name}`)(release(name)) : Effect.void)
         return Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           if (now >= askAgainAt) {

@@ -1,6 +1,6 @@
 import { Chunk, Clock, Deferred, Duration, Effect, FiberSet, Layer, Metric, Option, Queue, Schedule } from "effect"
 import { Drain } from "../Background/Drain.js"
-import { leaseMillisOf } from "../Background/JobLeases.js"
+import { leaseMillisOf, releaseOrLapse } from "../Background/JobLeases.js"
 import { parked, waiting, working } from "../Background/LoopRounds.js"
 import { periodically, registerLoop, supervise } from "../Background/Supervise.js"
 import { AppConfig } from "../Config.js"
@@ -110,6 +110,8 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       yield* Deferred.await(done)
     })
 
+  const releaseDelivery = (id: number) => releaseOrLapse(`lease of delivery ${id}`)(repo.release([id]))
+
   const run = (row: ClaimedRow) =>
     attemptDelivery(row).pipe(
       // The attempt and the write of its outcome are one piece of work in flight for a drain. Once
@@ -117,9 +119,9 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.flatMap((settled) => worker.wake(Option.match(settled, { onNone: () => Effect.void, onSome: settle }))),
       drain.track,
       Effect.catchAllDefect((defect) =>
-        Effect.zipRight(Effect.logError("webhook delivery attempt failed", defect), repo.release([row.id]))
+        Effect.zipRight(Effect.logError("webhook delivery attempt failed", defect), releaseDelivery(row.id))
       ),
-      Effect.onInterrupt(() => repo.release([row.id])),
+      Effect.onInterrupt(() => releaseDelivery(row.id)),
       Effect.ensuring(Effect.suspend(() => {
         leased.delete(row.id)
         if (leased.size === 0) leasing.unsafeClose()
