@@ -4,6 +4,7 @@ import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { decodeCursor, encodeCursor, type Position } from "../Domain/Cursor.js"
 import { InvalidRequest, NotFound } from "../Domain/Errors.js"
+import { SurveyResponse } from "../Domain/Response.js"
 import type { SurveyId } from "../Domain/Ids.js"
 import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
 import { answerHeadersOf, setAnswerHeaders } from "../Http/RequestId.js"
@@ -93,11 +94,11 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
           yield* access.require(path.id)
-          const found = yield* responses.findById(path.id, path.responseId)
+          const found = yield* responses.findJson(path.id, path.responseId)
           if (Option.isNone(found)) {
             return yield* new NotFound({ message: "No response with that id in this survey." })
           }
-          return found.value
+          return preEncodedJson(SurveyResponse, found.value)
         }))
       .handle("delete", ({ path }) =>
         Effect.gen(function*() {

@@ -6,7 +6,7 @@ import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Res
 import { Reader } from "../Sql/Reader.js"
 import { column, type Row, rowShape, type RowOf } from "../Sql/Rows.js"
 import { parseStoredValues } from "./AnswerDocuments.js"
-import { type AnswerRow, AnswerColumns, answersOfResponses } from "./AnswerRows.js"
+import { type AnswerRow, AnswerColumns } from "./AnswerRows.js"
 import { answersByResponse, answersJson, liveType, responseJson } from "./AnswerWire.js"
 
 /** The columns of a response row, in the order of its wire fields. */
@@ -18,7 +18,6 @@ const responseFields = {
   createdAt: column.text("created_at"),
   updatedAt: column.text("updated_at")
 }
-const ResponseColumns = rowShape(responseFields)
 export type ResponseRow = RowOf<typeof responseFields>
 
 /**
@@ -163,56 +162,83 @@ export const renderedItems = (rows: ReadonlyArray<Row>, count: number): string |
   return items
 }
 
+/**
+ * `listed` (a statement of `ListedColumns` rows, ordered by `order`) with the answer rows of each
+ * listed response whose rendering is not current (`AnswerColumns` after the listed columns), or
+ * of every listed response with `answers: "all"`: one statement, so that each response and its
+ * answers come from one snapshot. A response without such answers is one row, its answer columns
+ * null.
+ */
+export const withAnswers = (listed: string, order: string, answers: "stale" | "all"): string =>
+  `SELECT p.*, ${AnswerColumns.columns}
+   FROM (${listed}) p
+   LEFT JOIN answers a ON a.response_id = p.id${answers === "stale" ? " AND p.answers_json IS NULL" : ""}
+   LEFT JOIN questions q ON q.id = a.question_id AND q.survey_id = p.survey_id
+   ORDER BY ${order}`
+
+const listedWidth = Object.keys(ListedColumns.fields).length
+
+/** The responses of `withAnswers` rows (each once, in order) and the answers beside them. */
+export const gathered = (rows: ReadonlyArray<Row>) => {
+  const listed: Array<ListedResponse> = []
+  const answers: Array<AnswerRow> = []
+  for (const row of rows) {
+    if (at.id(row) !== listed[listed.length - 1]?.id) listed.push(ListedColumns.read(row))
+    if (row[listedWidth] !== null) answers.push(AnswerColumns.read(row.slice(listedWidth)))
+  }
+  return { listed, answers } as const
+}
+
+/** Each listed response's JSON text: its stored rendering, or assembled from `answers`. */
+const listedTexts = (rows: ReadonlyArray<ListedResponse>, answers: ReadonlyArray<AnswerRow>): Array<string> => {
+  const missing = rows.filter((r) => r.answersJson === null)
+  const assembled = new Map<string, string>()
+  const texts = assembleJson(missing, answers)
+  missing.forEach((row, i) => assembled.set(row.id, texts[i] ?? ""))
+  return rows.map((row) => row.answersJson === null ? assembled.get(row.id) ?? "" : listedJson(row, row.answersJson))
+}
+
+/** One response by id, as a `ListedColumns` row; its parameters are the survey id twice, then the id. */
+const byId = `SELECT ${ListedColumns.columns} FROM responses WHERE survey_id = ? AND id = ?`
+
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {
   effect: Effect.gen(function*() {
     const reader = yield* Reader
 
-    const answersOf = (ids: ReadonlyArray<string>) =>
-      ids.length === 0
-        ? Effect.succeed([])
-        : Effect.map(reader.values(answersOfResponses(ids.length), ids), (rows) => rows.map(AnswerColumns.read))
-
-    const findOne = (surveyId: SurveyId, id: ResponseId) =>
+    /** The response and its answers (all of them, or only while its rendering is stale), from one statement. */
+    const findOne = (surveyId: SurveyId, id: ResponseId, answers: "stale" | "all") =>
       Effect.map(
-        reader.values(`SELECT ${ResponseColumns.columns} FROM responses WHERE id = ? AND survey_id = ?`, [id, surveyId]),
-        (rows) => Option.map(Option.fromNullable(rows[0]), ResponseColumns.read)
+        reader.values(withAnswers(byId, "p.id", answers), [surveyId, surveyId, id]),
+        (rows) => {
+          const found = gathered(rows)
+          return Option.map(Option.fromNullable(found.listed[0]), (row) => ({ row, answers: found.answers }))
+        }
       )
 
     /**
      * One page of `pageSize` responses in the requested order, as the JSON text of the `data`
      * array's items: one statement, and when every rendering is current (the usual case) one pass
-     * over its value rows that writes each response around its stored rendering. Responses with
-     * a stale rendering are assembled from their answer rows.
+     * over its value rows that writes each response around its stored rendering. When a rendering
+     * is stale, the page is read again in one statement with the answer rows of its stale
+     * responses, so that each response is assembled from answers of the same version as its row.
      */
     const page = (r: ListResponses) => {
       const statement = pageStatement({ ...r, limit: r.limit + 1 })
       return Effect.flatMap(reader.values(statement.text, statement.params), (rows): Effect.Effect<ListedPage, SqlError.SqlError> => {
         const count = Math.min(r.limit, rows.length)
-        const lastRow = count > 0 ? ListedColumns.read(rows[count - 1] ?? []) : undefined
-        const last = lastRow === undefined
-          ? undefined
-          : { id: lastRow.id, createdAt: lastRow.createdAt, updatedAt: lastRow.updatedAt }
-        const more = rows.length > r.limit
         const items = renderedItems(rows, count)
-        if (items === undefined) {
-          return Effect.map(
-            withStale(rows.slice(0, count).map(ListedColumns.read)),
-            (texts) => ({ items: texts.join(","), last, more })
-          )
+        if (items !== undefined) {
+          const last = count > 0 ? ListedColumns.read(rows[count - 1] ?? []) : undefined
+          return Effect.succeed({ items, last, more: rows.length > r.limit })
         }
-        return Effect.succeed({ items, last, more })
-      })
-    }
-
-    /** Each listed response's JSON text: its stored rendering, or assembled from its answer rows. */
-    const withStale = (rows: ReadonlyArray<ListedResponse>) => {
-      const missing = rows.filter((r) => r.answersJson === null)
-      return Effect.map(answersOf(missing.map((r) => r.id)), (answers) => {
-        const assembled = new Map<string, string>()
-        const texts = assembleJson(missing, answers)
-        missing.forEach((row, i) => assembled.set(row.id, texts[i] ?? ""))
-        return rows.map((row) =>
-          row.answersJson === null ? assembled.get(row.id) ?? "" : listedJson(row, row.answersJson)
+        const key = orderColumn[r.order]
+        return Effect.map(
+          reader.values(withAnswers(statement.text, `p.${key}, p.id`, "stale"), statement.params),
+          (joined) => {
+            const { answers, listed } = gathered(joined)
+            const shown = listed.slice(0, r.limit)
+            return { items: listedTexts(shown, answers).join(","), last: shown[shown.length - 1], more: listed.length > r.limit }
+          }
         )
       })
     }
@@ -220,12 +246,16 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
     return {
       /** One page in the requested order (`limit` responses) in wire form, for a pre-encoded body. */
       page: (req: ListResponses) => page(req).pipe(Effect.orDie),
+      /** One response in wire form, for a pre-encoded body: its stored rendering while current. */
+      findJson: (surveyId: SurveyId, id: ResponseId) =>
+        findOne(surveyId, id, "stale").pipe(
+          Effect.map(Option.map(({ answers, row }) => listedTexts([row], answers).join(""))),
+          Effect.orDie
+        ),
+      /** One response assembled from its answer rows. */
       findById: (surveyId: SurveyId, id: ResponseId) =>
-        findOne(surveyId, id).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.succeed(Option.none<SurveyResponse>()),
-            onSome: (row) => Effect.map(answersOf([row.id]), (answers) => Option.fromNullable(assemble([row], answers)[0]))
-          })),
+        findOne(surveyId, id, "all").pipe(
+          Effect.map(Option.flatMap(({ answers, row }) => Option.fromNullable(assemble([row], answers)[0]))),
           Effect.orDie
         )
     } as const

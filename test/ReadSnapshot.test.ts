@@ -1,0 +1,181 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Ref, Schema } from "effect"
+import { Database } from "bun:sqlite"
+import { AppConfig } from "../src/Config.js"
+import { onOutside, outsideConnection } from "./support/OutsideConnection.js"
+import { TOKENS } from "./support/Fixtures.js"
+import { respondentFixture } from "./support/RespondentFixtures.js"
+import { PROCESS_TEST_TIMEOUT, request, type ServeProcess, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+
+// Respondents save while an integrator reads each response by id and the responses list, over two
+// `serve` processes on one database: every response answered must be a version some save
+// committed, never one version's row with another's answers.
+
+const Page = Schema.Struct({ respondentToken: Schema.String })
+const Started = Schema.Struct({ responseId: Schema.String })
+const Read = Schema.Struct({
+  id: Schema.String,
+  completed: Schema.Boolean,
+  completedAt: Schema.NullOr(Schema.String),
+  updatedAt: Schema.String,
+  answers: Schema.Array(Schema.Struct({
+    fieldId: Schema.NullOr(Schema.String),
+    type: Schema.NullOr(Schema.String),
+    value: Schema.String,
+    values: Schema.Array(Schema.String)
+  }))
+})
+type Read = typeof Read.Type
+const Listed = Schema.Struct({ data: Schema.Array(Read) })
+const decode = <A, I>(schema: Schema.Schema<A, I>, text: string) => Schema.decodeUnknownSync(Schema.parseJson(schema))(text)
+
+const json = (token: string, body: unknown, method: string) => ({
+  method,
+  headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+  body: JSON.stringify(body)
+})
+
+/** Two responses at a time, each saved `saves` times; the last save completes it. */
+const writers = 2
+const responsesPerWriter = 8
+const saves = 12
+/** Reads in all, at most: the readers stop earlier once the writers are done. */
+const maxReads = 6000
+
+/** The answers of save `n` of response `r`: every save changes each of them. */
+const answersOf = (r: number, n: number) => [
+  { questionId: "q_text", values: [`response ${r}, save ${n}`] },
+  { questionId: "q_pick", values: n % 2 === 0 ? ["a"] : ["b", "c"] },
+  { questionId: "q_num", values: [String(n)] }
+]
+
+const readApi = (server: ServeProcess, path: string) =>
+  request(`${server.base}/api/v1/surveys/srv_main/responses${path}`, {
+    headers: { authorization: `Bearer ${TOKENS.editor}` }
+  })
+
+/** Moves srv_main's answer layout as a question change does, over a connection of the test's own. */
+const layoutMover = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const statement = "UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id = 'srv_main'"
+  if (config.databaseUrl !== undefined) {
+    const client = yield* outsideConnection
+    return Effect.asVoid(onOutside(client, statement))
+  }
+  const file = yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const handle = new Database(config.databasePath)
+      handle.exec("PRAGMA busy_timeout = 5000")
+      return handle
+    }),
+    (handle) => Effect.sync(() => handle.close())
+  )
+  return Effect.sync(() => {
+    file.run(statement)
+  })
+})
+
+/**
+ * Writers save while readers read; `stale` moves the survey's answer layout after every save, as a
+ * question change does, so that reads mostly find renderings that are not current and assemble
+ * answers from the answer rows.
+ */
+const race = (stale: boolean) =>
+  Effect.gen(function*() {
+    const db = yield* sharedDatabase(respondentFixture)
+    const a = yield* serveProcess(db.flags)
+    const b = yield* serveProcess(db.flags)
+    /** Each committed version by its updatedAt, as its writer read it back right after the save. */
+    const committed = new Map<string, Read>()
+    const reads = { byId: new Array<Read>(), list: new Array<Read>() }
+    let requests = 0
+    /** The responses written so far, latest last. */
+    const written = yield* Ref.make<ReadonlyArray<string>>([])
+    const writing = yield* Ref.make(writers)
+    const moveLayout = yield* Effect.provide(layoutMover, db.config)
+
+    const record = (server: ServeProcess, id: string) =>
+      Effect.gen(function*() {
+        if (stale) yield* moveLayout
+        const res = yield* readApi(server, `/${id}`)
+        expect(res.status).toBe(200)
+        const version = decode(Read, res.text)
+        committed.set(version.updatedAt, version)
+      })
+
+    const writer = (w: number) =>
+      Effect.gen(function*() {
+        const server = w % 2 === 0 ? a : b
+        for (let i = 0; i < responsesPerWriter; i++) {
+          const r = w * responsesPerWriter + i
+          const page = yield* request(`${server.base}/s/srv_main`, { headers: { accept: "application/json" } })
+          const token = decode(Page, page.text).respondentToken
+          const started = yield* request(`${server.base}/respond/v1/responses`, json(token, { answers: answersOf(r, 0) }, "POST"))
+          expect(started.status).toBe(201)
+          const id = decode(Started, started.text).responseId
+          yield* record(server, id)
+          yield* Ref.update(written, (ids) => [...ids, id])
+          for (let n = 1; n < saves; n++) {
+            const saved = yield* request(
+              `${server.base}/respond/v1/responses/${id}`,
+              json(token, { answers: answersOf(r, n), finished: n === saves - 1 }, "PATCH")
+            )
+            expect(saved.status).toBe(200)
+            yield* record(server, id)
+          }
+        }
+      }).pipe(Effect.ensuring(Ref.update(writing, (n) => n - 1)))
+
+    /** Reads the responses being saved (by id, or the list), over both processes, until the writers are done. */
+    const reader = (server: ServeProcess, by: "byId" | "list") =>
+      Effect.gen(function*() {
+        while ((yield* Ref.get(writing)) > 0 && requests < maxReads) {
+          const ids = yield* Ref.get(written)
+          const id = ids[ids.length - 1 - (requests % writers)]
+          if (id === undefined) {
+            yield* Effect.yieldNow()
+            continue
+          }
+          requests++
+          const res = yield* readApi(server, by === "byId" ? `/${id}` : "?limit=100")
+          expect(res.status).toBe(200)
+          if (by === "byId") reads.byId.push(decode(Read, res.text))
+          else reads.list.push(...decode(Listed, res.text).data.filter((item) => ids.includes(item.id)))
+        }
+      })
+
+    yield* within(
+      "the saves and the reads beside them",
+      Effect.all([
+        ...Array.from({ length: writers }, (_, w) => writer(w)),
+        reader(a, "byId"),
+        reader(b, "byId"),
+        reader(b, "list"),
+        reader(a, "list")
+      ], { concurrency: "unbounded", discard: true })
+    )
+
+    expect(committed.size).toBe(writers * responsesPerWriter * saves)
+    const mixed = (all: ReadonlyArray<Read>) =>
+      all.filter((read) => {
+        const version = committed.get(read.updatedAt)
+        return version === undefined || JSON.stringify(version) !== JSON.stringify(read)
+      })
+    const found = { byId: mixed(reads.byId), list: mixed(reads.list) }
+    expect(reads.byId.length).toBeGreaterThan(0)
+    expect(reads.list.length).toBeGreaterThan(0)
+    expect({
+      byId: { reads: reads.byId.length, mixed: found.byId.length, first: found.byId[0] },
+      list: { reads: reads.list.length, mixed: found.list.length, first: found.list[0] }
+    }).toEqual({
+      byId: { reads: reads.byId.length, mixed: 0, first: undefined },
+      list: { reads: reads.list.length, mixed: 0, first: undefined }
+    })
+  }).pipe(Effect.scoped)
+
+describe("responses read while they are saved", () => {
+  it.live("are each one committed version: updatedAt, answers and completed from the same save", () => race(false), PROCESS_TEST_TIMEOUT)
+
+  it.live("are each one committed version while their renderings are stale, assembled from answer rows", () =>
+    race(true), PROCESS_TEST_TIMEOUT)
+})
