@@ -25,7 +25,8 @@ const catalogue = SubscribableEventType.literals
 
 /** How long a webhook may fail without a single success before it is switched off (v1-extensions §X1.4). */
 export const failingFor = Duration.days(5)
-const EventTypeRow = Schema.Struct({ eventType: SubscribableEventType })
+/** A webhook beside one of its event types (null when it has none). */
+const WebhookTypeRow = Schema.Struct({ ...WebhookRow.fields, eventType: Schema.NullOr(SubscribableEventType) })
 
 export const AttemptRow = Schema.Struct({
   id: Schema.String,
@@ -68,18 +69,25 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
             WHERE workspace_id = ${workspaceId} AND COALESCE(survey_id, '') = ${surveyId ?? ""}`
     })
 
-    const eventTypesOf = SqlSchema.findAll({
-      Request: Schema.String,
-      Result: EventTypeRow,
-      execute: (webhookId) => sql`SELECT event_type FROM webhook_event_types WHERE webhook_id = ${webhookId}`
+    // One statement, so that the settings and their event types are of one version (a PUT
+    // committing in between replaces both).
+    const findWithTypes = SqlSchema.findAll({
+      Request: Scope,
+      Result: WebhookTypeRow,
+      execute: ({ surveyId, workspaceId }) =>
+        sql`SELECT w.id, w.workspace_id, w.survey_id, w.target_url, w.secret, w.disabled_reason, t.event_type
+            FROM webhooks w LEFT JOIN webhook_event_types t ON t.webhook_id = w.id
+            WHERE w.workspace_id = ${workspaceId} AND COALESCE(w.survey_id, '') = ${surveyId ?? ""}`
     })
 
     /** The scope's webhook, enabled or disabled, with its event types. */
     const find = Effect.fn("WebhookRepo.find")(function*(workspaceId: WorkspaceId, surveyId: SurveyId | null) {
-      const found = yield* findScope({ workspaceId, surveyId }).pipe(Effect.orDie)
-      if (Option.isNone(found)) return Option.none<Webhook>()
-      const types = new Set((yield* eventTypesOf(found.value.id).pipe(Effect.orDie)).map((row) => row.eventType))
-      return Option.some<Webhook>({ ...found.value, events: catalogue.filter((type) => types.has(type)) })
+      const rows = yield* findWithTypes({ workspaceId, surveyId }).pipe(Effect.orDie)
+      const first = rows[0]
+      if (first === undefined) return Option.none<Webhook>()
+      const { eventType: _, ...webhook } = first
+      const types = new Set(rows.map((row) => row.eventType))
+      return Option.some<Webhook>({ ...webhook, events: catalogue.filter((type) => types.has(type)) })
     })
 
     /**
