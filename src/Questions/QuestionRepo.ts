@@ -94,6 +94,28 @@ export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
 export const isApiQuestion = (row: QuestionRow): row is QuestionRow & { readonly type: QuestionType } =>
   row.type !== "section" && row.deleted === 0
 
+const decodeSettings = Schema.decodeUnknownSync(SettingsJson)
+
+/**
+ * A current question as the respondent page reads it beside its survey (table alias `q`): the
+ * `SELECT` list and its typed reads, for statements that read a survey and its questions at once.
+ */
+export const PageQuestionColumns = rowShape({
+  id: column.text("q.id"),
+  surveyId: column.text("q.survey_id"),
+  type: column.oneOf("q.type", StoredQuestionType.literals),
+  label: column.text("q.label"),
+  required: column.num("q.required"),
+  allowMultiple: column.num("q.allow_multiple"),
+  position: column.num("q.position"),
+  options: column.map(column.text("q.options"), parseStoredOptions),
+  settings: column.map(column.text("q.settings"), decodeSettings),
+  deleted: column.num("q.deleted")
+})
+
+export const pageQuestionOf = (row: ReadonlyArray<unknown>): QuestionRow =>
+  new QuestionRow(PageQuestionColumns.read(row), { disableValidation: true })
+
 export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/QuestionRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

@@ -4,7 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
-import { QuestionRepo } from "../Questions/QuestionRepo.js"
+import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
 import { assets } from "./Assets.js"
 import { isOpaqueToken, RespondentTokens } from "./RespondentTokens.js"
@@ -42,18 +42,20 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const surveys = yield* SurveyRepo
-    const questions = yield* QuestionRepo
     const tokens = yield* RespondentTokens
     const embeds = yield* EmbedSessions
 
+    // The survey with its questions, read together: the page shows them as of one moment.
     const liveSurvey = (surveyId: string) =>
-      Effect.map(surveys.findById(SurveyId.make(surveyId)), Option.filter((s) => s.trashed === 0))
+      Effect.map(surveys.findWithQuestions(SurveyId.make(surveyId)), Option.filter((s) => s.survey.trashed === 0))
 
-    const renderSurvey = (survey: SurveyRow, respondentToken: string) =>
+    const renderSurvey = (
+      { questions, survey }: { readonly survey: SurveyRow; readonly questions: ReadonlyArray<QuestionRow> },
+      respondentToken: string
+    ) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const rows = yield* questions.listForSurvey(survey.id)
-        const pageQuestions = rows.map(toPageQuestion)
+        const pageQuestions = questions.map(toPageQuestion)
         if (wantsJson(request)) {
           return HttpServerResponse.unsafeJson(
             { survey: survey.toApi(), questions: pageQuestions, respondentToken },
@@ -72,8 +74,9 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       if (Option.isNone(found)) {
         return yield* messagePage(404, "not_found", "Survey not found", "There is no survey at this address.")
       }
-      if (found.value.status !== "published") return yield* notAccepting(found.value)
-      const token = yield* tokens.issue({ surveyId: found.value.id, embedSessionId: null, externalUserId: null })
+      const { survey } = found.value
+      if (survey.status !== "published") return yield* notAccepting(survey)
+      const token = yield* tokens.issue({ surveyId: survey.id, embedSessionId: null, externalUserId: null })
       return yield* renderSurvey(found.value, token)
     })
 
@@ -93,11 +96,12 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       if (Either.isLeft(session)) return yield* refused(session.left._tag)
       const found = yield* liveSurvey(session.right.surveyId)
       if (Option.isNone(found)) return yield* refused("Unknown")
-      if (found.value.status !== "published") return yield* notAccepting(found.value)
+      const { survey } = found.value
+      if (survey.status !== "published") return yield* notAccepting(survey)
       // The load is spent only together with the respondent token it hands out.
       const loaded = yield* embeds.consume(session.right).pipe(
         Effect.zipRight(tokens.issue({
-          surveyId: found.value.id,
+          surveyId: survey.id,
           embedSessionId: session.right.id,
           externalUserId: session.right.externalUserId
         })),

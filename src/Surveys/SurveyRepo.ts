@@ -2,6 +2,7 @@ import { Effect, Option, Schema } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { SurveyId, surveyId, WorkspaceId, workspaceId } from "../Domain/Ids.js"
 import { Survey, SurveyStatus } from "../Domain/Survey.js"
+import { PageQuestionColumns, pageQuestionOf, type QuestionRow } from "../Questions/QuestionRepo.js"
 import { placeholders, Reader } from "../Sql/Reader.js"
 import { column, rowShape } from "../Sql/Rows.js"
 
@@ -63,6 +64,18 @@ const surveyFieldsOf = (row: ReadonlyArray<unknown>): SurveyFields => SurveyColu
 const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow =>
   new SurveyRow(surveyFieldsOf(row), { disableValidation: true })
 
+const surveyWidth = Object.keys(SurveyColumns.fields).length
+
+/**
+ * A survey and its current questions in order (sections included), in one statement: the survey's
+ * `questionCount` and the questions shown beside it are of one moment, even while an import
+ * replaces them. A survey without questions is one row, its question columns null.
+ */
+const withQuestions = `SELECT s.*, ${PageQuestionColumns.columns}
+  FROM (${byId}) s
+  LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
+  ORDER BY q.position, q.id`
+
 /**
  * A list row straight in wire form: a page of surveys skips the row class, whose construction
  * cost more than the query (docs/performance.md).
@@ -103,8 +116,19 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
       )
     }
 
+    const findWithQuestions = (id: SurveyId) =>
+      Effect.map(reader.values(withQuestions, [id]), (rows) =>
+        Option.map(Option.fromNullable(rows[0]), (first) => ({
+          survey: surveyRowOf(first),
+          questions: rows.flatMap((row): Array<QuestionRow> =>
+            row[surveyWidth] === null ? [] : [pageQuestionOf(row.slice(surveyWidth))]
+          )
+        })))
+
     return {
       findById: (id: SurveyId) => findById(id).pipe(Effect.orDie),
+      /** The survey with its current questions (sections included), read together: the respondent page. */
+      findWithQuestions: (id: SurveyId) => findWithQuestions(id).pipe(Effect.orDie),
       /**
        * One page in "newest activity first" order, in wire form, plus one row to tell whether
        * more follow.
