@@ -1,8 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Ref, Schema } from "effect"
-import { Database } from "bun:sqlite"
-import { AppConfig } from "../src/Config.js"
-import { onOutside, outsideConnection } from "./support/OutsideConnection.js"
+import { outsideStatements } from "./support/OutsideStatements.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { PROCESS_TEST_TIMEOUT, request, type ServeProcess, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
@@ -54,27 +52,6 @@ const readApi = (server: ServeProcess, path: string) =>
     headers: { authorization: `Bearer ${TOKENS.editor}` }
   })
 
-/** Moves srv_main's answer layout as a question change does, over a connection of the test's own. */
-const layoutMover = Effect.gen(function*() {
-  const config = yield* AppConfig
-  const statement = "UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id = 'srv_main'"
-  if (config.databaseUrl !== undefined) {
-    const client = yield* outsideConnection
-    return Effect.asVoid(onOutside(client, statement))
-  }
-  const file = yield* Effect.acquireRelease(
-    Effect.sync(() => {
-      const handle = new Database(config.databasePath)
-      handle.exec("PRAGMA busy_timeout = 5000")
-      return handle
-    }),
-    (handle) => Effect.sync(() => handle.close())
-  )
-  return Effect.sync(() => {
-    file.run(statement)
-  })
-})
-
 /**
  * Writers save while readers read; `stale` moves the survey's answer layout after every save, as a
  * question change does, so that reads mostly find renderings that are not current and assemble
@@ -92,11 +69,12 @@ const race = (stale: boolean) =>
     /** The responses written so far, latest last. */
     const written = yield* Ref.make<ReadonlyArray<string>>([])
     const writing = yield* Ref.make(writers)
-    const moveLayout = yield* Effect.provide(layoutMover, db.config)
+    const outside = yield* Effect.provide(outsideStatements, db.config)
 
     const record = (server: ServeProcess, id: string) =>
       Effect.gen(function*() {
-        if (stale) yield* moveLayout
+        // As a question change does.
+        if (stale) yield* outside("UPDATE surveys SET answer_layout = answer_layout + 1 WHERE id = 'srv_main'")
         const res = yield* readApi(server, `/${id}`)
         expect(res.status).toBe(200)
         const version = decode(Read, res.text)
