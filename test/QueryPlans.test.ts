@@ -4,7 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import type { Position } from "../src/Domain/Cursor.js"
 import type { ResponseStatusFilter } from "../src/Domain/Response.js"
 import { answersOfResponses } from "../src/Responses/AnswerRows.js"
-import { pageStatement } from "../src/Responses/ResponseRepo.js"
+import { byIdStatement, pageStatement, withAnswers } from "../src/Responses/ResponseRepo.js"
 import { toNumbered } from "../src/Sql/Dialect.js"
 import { decodeAs, TestDatabase, testDatabase } from "./support/TestServer.js"
 import { SurveyId } from "../src/Domain/Ids.js"
@@ -110,6 +110,23 @@ describe.skipIf(testDatabase === "postgres")("on SQLite", () =>
         expect(latest).toMatch(/SEARCH responses USING COVERING INDEX responses_by(_status)?_updated/)
       }))
 
+    it.effect("a response by id, and a page again with its stale answers, in one statement: seeks, no scan", () =>
+      Effect.gen(function*() {
+        for (const answers of ["stale", "all"] as const) {
+          const detail = yield* plan(byIdStatement(answers), ["s", "s", "r"])
+          expect(detail).toMatch(/SEARCH responses USING (COVERING )?INDEX responses_by_id \(id=\?/)
+          expect(detail).toMatch(/SEARCH a USING PRIMARY KEY \(response_id=\?\)/)
+          expect(detail).not.toMatch(/SCAN/)
+          expect(detail).not.toContain("TEMP B-TREE")
+        }
+        const [text, params] = page("all", cursor, undefined)
+        const stale = yield* plan(withAnswers(text, "p.created_at, p.id", "stale"), params)
+        expect(stale).toMatch(/SEARCH responses USING PRIMARY KEY \(survey_id=\? AND \(created_at,id\)>\(\?,\?\)\)/)
+        expect(stale).toMatch(/SEARCH a USING PRIMARY KEY \(response_id=\?\)/)
+        expect(stale).not.toMatch(/SCAN (responses|answers|a)\b/)
+        expect(stale).not.toContain("TEMP B-TREE")
+      }))
+
     it.effect("answers of a page come from the primary key", () =>
       Effect.gen(function*() {
         const detail = yield* plan(...answersOfPage)
@@ -182,6 +199,21 @@ describe.runIf(testDatabase === "postgres")("on PostgreSQL", () =>
         }
         const latest = yield* pgPlan(`SELECT MAX(updated_at) FROM responses WHERE survey_id = ?`, ["s"])
         expect(latest).toMatch(/Index (Only )?Scan (Backward )?using responses_by(_status)?_updated on responses/)
+      }))
+
+    it.effect("a response by id, and a page again with its stale answers, in one statement: index scans only", () =>
+      Effect.gen(function*() {
+        const [text, params] = page("all", cursor, undefined)
+        for (
+          const detail of [
+            yield* pgPlan(byIdStatement("stale"), ["s", "s", "r"]),
+            yield* pgPlan(byIdStatement("all"), ["s", "s", "r"]),
+            yield* pgPlan(withAnswers(text, "p.created_at, p.id", "stale"), params)
+          ]
+        ) {
+          expect(detail).toMatch(/Index (Only )?Scan using \w+ on answers/)
+          expect(detail).not.toContain("Seq Scan")
+        }
       }))
 
     it.effect("answers of a page come from the primary key", () =>

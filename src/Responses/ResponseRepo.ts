@@ -198,8 +198,12 @@ const listedTexts = (rows: ReadonlyArray<ListedResponse>, answers: ReadonlyArray
   return rows.map((row) => row.answersJson === null ? assembled.get(row.id) ?? "" : listedJson(row, row.answersJson))
 }
 
-/** One response by id, as a `ListedColumns` row; its parameters are the survey id twice, then the id. */
-const byId = `SELECT ${ListedColumns.columns} FROM responses WHERE survey_id = ? AND id = ?`
+/**
+ * One response by id with its answers (`withAnswers`); its parameters are the survey id twice,
+ * then the id. test/QueryPlans.test.ts checks its plan.
+ */
+export const byIdStatement = (answers: "stale" | "all"): string =>
+  withAnswers(`SELECT ${ListedColumns.columns} FROM responses WHERE survey_id = ? AND id = ?`, "p.id", answers)
 
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {
   effect: Effect.gen(function*() {
@@ -208,7 +212,7 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
     /** The response and its answers (all of them, or only while its rendering is stale), from one statement. */
     const findOne = (surveyId: SurveyId, id: ResponseId, answers: "stale" | "all") =>
       Effect.map(
-        reader.values(withAnswers(byId, "p.id", answers), [surveyId, surveyId, id]),
+        reader.values(byIdStatement(answers), [surveyId, surveyId, id]),
         (rows) => {
           const found = gathered(rows)
           return Option.map(Option.fromNullable(found.listed[0]), (row) => ({ row, answers: found.answers }))
