@@ -179,7 +179,7 @@ export const withAnswers = (listed: string, order: string, answers: "stale" | "a
 const listedWidth = Object.keys(ListedColumns.fields).length
 
 /** The responses of `withAnswers` rows (each once, in order) and the answers beside them. */
-export const gathered = (rows: ReadonlyArray<Row>) => {
+const gathered = (rows: ReadonlyArray<Row>) => {
   const listed: Array<ListedResponse> = []
   const answers: Array<AnswerRow> = []
   for (const row of rows) {
