@@ -12,7 +12,7 @@ import type { RecoveryWindow, WebhookTarget } from "./Api.js"
 import { attemptOnce } from "./Attempt.js"
 import { eventRetention, Redelivery, type WebhookScope } from "./Redelivery.js"
 import { Signer } from "./Signer.js"
-import { parseTarget, resolveTarget } from "./UrlPolicy.js"
+import { DNS_LOOKUP_TIMEOUT, parseTarget, resolveTarget } from "./UrlPolicy.js"
 import { type AttemptRow, WebhookRepo } from "./WebhookRepo.js"
 
 /** Workspace webhook endpoints are closed to survey-limited keys (api-v1 §5). */
@@ -49,7 +49,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         new InvalidRequest({ message: `Invalid \`targetUrl\`: ${message}.`, issues: [{ path: "targetUrl", message }] })
       const parsed = parseTarget(input, config.webhookAllowPrivateTargets)
       if (Either.isLeft(parsed)) return yield* invalid(parsed.left)
-      yield* resolveTarget(parsed.right, config.webhookAllowPrivateTargets).pipe(Effect.mapError(invalid))
+      yield* resolveTarget(parsed.right, config.webhookAllowPrivateTargets, DNS_LOOKUP_TIMEOUT).pipe(Effect.mapError(invalid))
       return parsed.right.url.href
     })
 

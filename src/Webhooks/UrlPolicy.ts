@@ -177,18 +177,20 @@ export const parseTarget = (input: string, allowPrivate: boolean): Either.Either
 }
 
 /**
- * Resolves a target's host (within `DNS_LOOKUP_TIMEOUT`) and checks every answer. The address
- * returned is the one to connect to: the caller must not resolve the name again. Every refusal
- * fails with `TARGET_REFUSED`.
+ * Resolves a target's host and checks every answer. The address returned is the one to connect
+ * to: the caller must not resolve the name again. Every refusal fails with `TARGET_REFUSED`.
+ * `lookupTimeout` bounds the lookup where nothing else does (a PUT: `DNS_LOOKUP_TIMEOUT`); a
+ * delivery attempt leaves it out, its own deadline counting the lookup in.
  */
-export const resolveTarget = (target: Target, allowPrivate: boolean) =>
+export const resolveTarget = (target: Target, allowPrivate: boolean, lookupTimeout?: Duration.Duration) =>
   Effect.gen(function*() {
     if (target.literal !== undefined) return target.literal
     const resolver = yield* Resolver
-    const answers = yield* resolver.resolve(target.hostname).pipe(
+    const lookup = resolver.resolve(target.hostname)
+    const answers = yield* lookupTimeout === undefined ? lookup : lookup.pipe(
       Effect.timeoutFail({
-        duration: DNS_LOOKUP_TIMEOUT,
-        onTimeout: () => `no answer within ${Duration.format(DNS_LOOKUP_TIMEOUT)}`
+        duration: lookupTimeout,
+        onTimeout: () => `no answer within ${Duration.format(lookupTimeout)}`
       })
     )
     const first = answers[0]
