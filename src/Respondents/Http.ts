@@ -3,10 +3,10 @@ import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Api } from "../Api.js"
 import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
 import { CurrentRespondent, RespondentAuth, ResponseSaved, ResponseStarted, Submission } from "./Api.js"
-import { isOpaqueToken, RespondentTokens, tokenRefused } from "./RespondentTokens.js"
+import { RespondentTokens, tokenRefused } from "./RespondentTokens.js"
 import { ResponseWriter } from "./ResponseWriter.js"
 
-/** Resolves the bearer respondent token; an unknown, malformed or expired one answers 401. */
+/** Resolves the bearer respondent token; an unknown, malformed, forged or expired one answers 401. */
 export const RespondentAuthLive = Layer.effect(
   RespondentAuth,
   Effect.gen(function*() {
@@ -15,8 +15,7 @@ export const RespondentAuthLive = Layer.effect(
     return {
       respondentToken: (token) =>
         Effect.gen(function*() {
-          const raw = Redacted.value(token).trim()
-          const found = isOpaqueToken(raw) ? yield* tokens.resolve(raw) : Option.none()
+          const found = yield* tokens.resolve(Redacted.value(token).trim())
           if (Option.isNone(found)) return yield* refused
           return found.value
         })

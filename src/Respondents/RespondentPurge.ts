@@ -8,8 +8,9 @@ import { toIso } from "../Domain/Time.js"
 export const EMBED_SESSION_RETENTION_MILLIS = 30 * 86_400_000
 
 /**
- * Deletes respondent tokens that have expired (every page view of `/s/{id}` issues one) and
- * embed sessions long past their expiry. Responses and their answers are never touched.
+ * Deletes respondent tokens that have expired (an embed page's; earlier versions stored one for
+ * every page view of `/s/{id}`) and embed sessions long past their expiry. Responses and their
+ * answers are never touched.
  */
 export class RespondentPurge extends Effect.Service<RespondentPurge>()("Respondents/RespondentPurge", {
   effect: Effect.gen(function*() {

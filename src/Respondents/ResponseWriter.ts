@@ -52,14 +52,17 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         // refused like any unknown token. SQLite's writers take turns from BEGIN IMMEDIATE on; on
         // PostgreSQL the row is locked until commit. A token good for one response is held
         // exclusively by a save that may start one, so that of two such saves at once the second
-        // finds the first's response.
-        const mode = dialectOf(sql) !== "pg"
-          ? sql``
-          : Option.isNone(target) && respondent.singleResponse !== 0
-          ? sql` FOR UPDATE`
-          : sql` FOR SHARE`
-        const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash}${mode}`.values
-        if (held.length === 0) return yield* tokenRefused()
+        // finds the first's response. A survey page's token (no person, any number of responses)
+        // is signed, not stored: nothing to hold.
+        if (respondent.externalUserId !== null || respondent.singleResponse !== 0) {
+          const mode = dialectOf(sql) !== "pg"
+            ? sql``
+            : Option.isNone(target) && respondent.singleResponse !== 0
+            ? sql` FOR UPDATE`
+            : sql` FOR SHARE`
+          const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash}${mode}`.values
+          if (held.length === 0) return yield* tokenRefused()
+        }
         const survey = yield* surveys.findById(respondent.surveyId)
         if (Option.isNone(survey) || survey.value.trashed !== 0 || survey.value.status !== "published") {
           const status = Option.match(survey, {

@@ -76,7 +76,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       }
       const { survey } = found.value
       if (survey.status !== "published") return yield* notAccepting(survey)
-      const token = yield* tokens.issue({ surveyId: survey.id, embedSessionId: null, externalUserId: null })
+      const token = yield* tokens.issuePage(survey.id)
       return yield* renderSurvey(found.value, token)
     })
 

@@ -14,6 +14,7 @@ import SyncAndErasure from "./migrations/0011_sync_and_erasure.js"
 import ProcessLeases from "./migrations/0012_process_leases.js"
 import QuotaFile from "./migrations/0013_quota_file.js"
 import RoundIndexes from "./migrations/0014_round_indexes.js"
+import RespondentTokenKey from "./migrations/0015_respondent_token_key.js"
 import SealedIdempotentAnswers from "./migrations/0016_sealed_idempotent_answers.js"
 
 /**
@@ -34,6 +35,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0012_process_leases": ProcessLeases,
   "0013_quota_file": QuotaFile,
   "0014_round_indexes": RoundIndexes,
+  "0015_respondent_token_key": RespondentTokenKey,
   "0016_sealed_idempotent_answers": SealedIdempotentAnswers
 }
 
