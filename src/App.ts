@@ -29,6 +29,7 @@ import { UsageStoreLive } from "./Quota/UsageStore.js"
 import { QuestionsLive } from "./Questions/Http.js"
 import { QuestionRepo } from "./Questions/QuestionRepo.js"
 import { RespondentAuthLive, RespondentHttpLive } from "./Respondents/Http.js"
+import { RespondentLimits } from "./Respondents/RespondentLimits.js"
 import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
 import { ResponseWriter } from "./Respondents/ResponseWriter.js"
@@ -84,6 +85,7 @@ export const ServicesLive = Layer.mergeAll(
   SurveyAccess.Default,
   SurveyLifecycle.Default,
   ResponseWriter.Default,
+  RespondentLimits.Default,
   DeliveryRepo.Default,
   Aggregator.Default,
   ResponseDeletion.Default,

@@ -53,6 +53,15 @@ export interface AppSettings {
   readonly exportPageTimeoutMs?: number
   /** Set when OpenTelemetry export is configured; without it nothing is traced or exported. */
   readonly telemetry?: TelemetrySettings
+  /** Survey page loads and respondent saves per client address per minute (default 1000). */
+  readonly respondentLimitPerAddress?: number
+  /** Survey page loads and respondent saves per survey per minute (default 20000). */
+  readonly respondentLimitPerSurvey?: number
+  /**
+   * How many reverse proxies in front of the service append to `X-Forwarded-For` (default 0: the
+   * client address is the connection's). TRUST_PROXY: `false`, `true` (one) or a number up to 10.
+   */
+  readonly trustProxyHops?: number
 }
 
 /** The listen address when none is configured: every IPv4 interface. */
@@ -60,6 +69,28 @@ export const DEFAULT_HOST = "0.0.0.0"
 
 /** HOST (or `--host`): an address or host name to listen on, not blank. */
 const hostCheck = { message: "Expected an address or host name to listen on", validation: (host: string) => /^[^\s/]+$/.test(host) }
+
+/** Respondent limits per minute when none are configured. */
+export const DEFAULT_RESPONDENT_LIMITS = { perAddress: 1000, perSurvey: 20_000 } as const
+
+const perMinuteCheck = {
+  message: "Expected a whole number of requests per minute from 1 to 1000000",
+  validation: (n: number) => n >= 1 && n <= 1_000_000
+}
+
+/** TRUST_PROXY: `false`/`off`/`0` (default), `true`/`on` (one proxy), or how many proxies (up to 10). */
+const trustProxyConfig = Config.string("TRUST_PROXY").pipe(
+  Config.withDefault("false"),
+  Config.mapOrFail((raw) => {
+    const value = raw.trim().toLowerCase()
+    if (value === "false" || value === "off" || value === "no" || value === "") return Either.right(0)
+    if (value === "true" || value === "on" || value === "yes") return Either.right(1)
+    const hops = /^\d{1,2}$/.test(value) ? Number(value) : Number.NaN
+    return hops >= 0 && hops <= 10
+      ? Either.right(hops)
+      : Either.left(ConfigError.InvalidData(["TRUST_PROXY"], "Expected true, false or a number of proxies from 0 to 10"))
+  })
+)
 
 /** The lease of deliveries and background jobs when none is configured. */
 export const DEFAULT_LEASE_MILLIS = 30_000
@@ -269,6 +300,15 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         Config.withDefault(process.stdout.isTTY ? "pretty" as const : "json" as const)
       )
       const telemetry = yield* telemetryConfig
+      const respondentLimitPerAddress = yield* Config.integer("RESPONDENT_LIMIT_PER_ADDRESS").pipe(
+        Config.withDefault(DEFAULT_RESPONDENT_LIMITS.perAddress),
+        Config.validate(perMinuteCheck)
+      )
+      const respondentLimitPerSurvey = yield* Config.integer("RESPONDENT_LIMIT_PER_SURVEY").pipe(
+        Config.withDefault(DEFAULT_RESPONDENT_LIMITS.perSurvey),
+        Config.validate(perMinuteCheck)
+      )
+      const trustProxyHops = yield* trustProxyConfig
       return {
         port,
         host,
@@ -285,6 +325,10 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         ...(Option.isSome(exportConcurrency) ? { exportConcurrency: exportConcurrency.value } : {}),
         ...(Option.isSome(exportConcurrencyPerAccount) ? { exportConcurrencyPerAccount: exportConcurrencyPerAccount.value } : {}),
         ...(Option.isSome(exportPageTimeout) ? { exportPageTimeoutMs: exportPageTimeout.value } : {}),
+
+        respondentLimitPerAddress,
+        respondentLimitPerSurvey,
+        trustProxyHops,
         ...(Option.isSome(telemetry) ? { telemetry: telemetry.value } : {})
       } satisfies AppSettings
     })

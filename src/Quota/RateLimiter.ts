@@ -48,9 +48,22 @@ const headersOf = (headers: RateLimitHeaders, retryAfterSeconds?: number): Recor
 const refusedLimited = Metric.tagged(quotaRefusals, "reason", "rate_limited")
 const refusedBusy = Metric.tagged(quotaRefusals, "reason", "service_unavailable")
 
+/** What the limiter counts a request against: a counter's id and its limits. */
+export type Admittee = Pick<ApiKeyContext, "accountId" | "quota">
+
+/** How a limiter over the usage store keeps its counters. */
+export interface LimiterOptions {
+  /** Whether answers get the `RateLimit-*` headers (and `Retry-After` on 429). */
+  readonly answerHeaders: boolean
+  /** Requests are counted at the start of their step (ms): the stored stamps per counter and window stay few. */
+  readonly stepMs: number
+  /** At most this many counters stay in memory; the oldest are read again from the store when next used. */
+  readonly maxKnown: number
+}
+
 /** A request waiting for its batch's decision. */
 interface Waiting {
-  readonly key: ApiKeyContext
+  readonly key: Admittee
   /** The HTTP request being served, whose answer gets the `RateLimit-*` headers. */
   readonly request: HttpServerRequest.HttpServerRequest | undefined
   readonly resume: (answer: Effect.Effect<void, RateLimited | ServiceUnavailable>) => void
@@ -95,7 +108,7 @@ const busy = () => new ServiceUnavailable({ message: "The service is busy; nothi
  * When the store stays busy past its timeout, the requests of that transaction answer 503 and
  * count nowhere.
  */
-export const makeRateLimiter = Effect.gen(function*() {
+export const makeRateLimiterWith = (options: LimiterOptions) => Effect.gen(function*() {
   const store = yield* UsageStore
   const runtime = yield* Effect.runtime<never>()
   const clock = yield* Effect.clock
@@ -106,7 +119,7 @@ export const makeRateLimiter = Effect.gen(function*() {
   let settling = 0
 
   /** Decides `batch` in one transaction of the store; answers each request's decision and the counters used. */
-  const decideAll = (batch: ReadonlyArray<ApiKeyContext>, now: number) => {
+  const decideAll = (batch: ReadonlyArray<Admittee>, now: number) => {
     const day = utcDay(now)
     const decisions: Array<Decision> = []
     const synced = new Map<string, AccountUsage>()
@@ -153,7 +166,7 @@ export const makeRateLimiter = Effect.gen(function*() {
     Effect.suspend(() => {
       if (open === batch) open = undefined
       settling += 1
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = stepOf(clock.unsafeCurrentTimeMillis())
       return Effect.flatMap(Effect.exit(decideAll(batch.waiting.map((w) => w.key), now)), (outcome) => {
         settling -= 1
         if (Exit.isFailure(outcome)) {
@@ -167,17 +180,23 @@ export const makeRateLimiter = Effect.gen(function*() {
           )
         }
         for (const [accountId, usage] of outcome.value.synced) known.set(accountId, { usage, day: utcDay(now) })
+        for (const accountId of known.keys()) {
+          if (known.size <= options.maxKnown) break
+          known.delete(accountId)
+        }
         const { decisions } = outcome.value
         let limited = 0
         batch.waiting.forEach(({ request, resume }, i) => {
           const decision = decisions[i]
           if (decision === undefined) return resume(Effect.dieMessage("a batch answered fewer decisions than requests"))
           if (decision._tag === "Admitted") {
-            if (request !== undefined) setAnswerHeaders(request, headersOf(decision.headers))
+            if (request !== undefined && options.answerHeaders) setAnswerHeaders(request, headersOf(decision.headers))
             return resume(Effect.void)
           }
           limited += 1
-          if (request !== undefined) setAnswerHeaders(request, headersOf(decision.headers, decision.retryAfterSeconds))
+          if (request !== undefined && options.answerHeaders) {
+            setAnswerHeaders(request, headersOf(decision.headers, decision.retryAfterSeconds))
+          }
           resume(
             new RateLimited({
               message: `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
@@ -190,6 +209,8 @@ export const makeRateLimiter = Effect.gen(function*() {
     }).pipe(Effect.ensuring(Effect.sync(() => {
       if (open !== undefined && open.due) start(open)
     })))
+
+  const stepOf = (now: number) => options.stepMs <= 1 ? now : now - (now % options.stepMs)
 
   const start = (batch: Batch) => {
     Runtime.runFork(runtime)(settle(batch))
@@ -204,7 +225,7 @@ export const makeRateLimiter = Effect.gen(function*() {
   // On every request's path: no span of its own, the request's span covers it. The request that
   // opens a batch schedules it; every request waits for its batch's decision, and its answer
   // gets the headers through the request being served (`setAnswerHeaders`).
-  const admit = (key: ApiKeyContext): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
+  const admit = (key: Admittee): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
     Effect.withFiberRuntime((fiber) => {
       const request = Context.getOrElse(fiber.currentContext, HttpServerRequest.HttpServerRequest, () => undefined)
       return Effect.async<void, RateLimited | ServiceUnavailable>((resume) => {
@@ -224,7 +245,7 @@ export const makeRateLimiter = Effect.gen(function*() {
    * they are the stored ones, burst window included, and one indexed read confirms it; otherwise
    * the counts are read from the store.
    */
-  const usage = Effect.fnUntraced(function*(key: ApiKeyContext) {
+  const usage = Effect.fnUntraced(function*(key: Admittee) {
     const now = yield* Clock.currentTimeMillis
     const windowMs = burstWindowMs(key.quota)
     const cached = known.get(key.accountId)
@@ -248,8 +269,14 @@ export const makeRateLimiter = Effect.gen(function*() {
     } satisfies UsageReport
   })
 
-  return RateLimiter.of({ admit, usage })
+  return { admit, usage } as const
 })
+
+/** The request quota's limiter: exact to the millisecond, every account's counters kept in memory. */
+export const makeRateLimiter = Effect.map(
+  makeRateLimiterWith({ answerHeaders: true, stepMs: 1, maxKnown: Number.POSITIVE_INFINITY }),
+  (limiter) => RateLimiter.of(limiter)
+)
 
 /** The request quota of decisions §3, per creator account. */
 export class RateLimiter extends Context.Tag("Quota/RateLimiter")<RateLimiter, RateLimiterShape>() {

@@ -53,6 +53,11 @@ export interface UsageStoreShape {
    * these accounts meanwhile. Fails with 503 when the store stays busy; then nothing was written.
    */
   readonly settle: (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) => Effect.Effect<void, ServiceUnavailable>
+  /**
+   * Deletes the counters of the ids starting with `prefix` that no longer count: days before the
+   * one holding `now`, stamps at or before `burstBefore`. Answers how many rows went.
+   */
+  readonly forget: (prefix: string, now: number, burstBefore: number) => Effect.Effect<number, ServiceUnavailable>
 }
 
 export class UsageStore extends Context.Tag("Quota/UsageStore")<UsageStore, UsageStoreShape>() {}
@@ -196,7 +201,16 @@ export const UsageStoreSql = Layer.effect(
         Effect.withSpan("UsageStore.settle")
       )
 
-    return UsageStore.of({ dayCount: (accountId, now) => busyOrDie(todayCount(accountId, now)), counts, settle })
+    const forget = (prefix: string, now: number, burstBefore: number) =>
+      Effect.gen(function*() {
+        const days = yield* sql`DELETE FROM usage_daily WHERE account_id LIKE ${`${prefix}%`} AND day < ${utcDay(now)}
+          RETURNING account_id`
+        const stamps = yield* sql`DELETE FROM usage_burst WHERE account_id LIKE ${`${prefix}%`} AND at_ms <= ${burstBefore}
+          RETURNING account_id`
+        return days.length + stamps.length
+      }).pipe(busyOrDie, Effect.withSpan("UsageStore.forget"))
+
+    return UsageStore.of({ dayCount: (accountId, now) => busyOrDie(todayCount(accountId, now)), counts, settle, forget })
   })
 )
 
@@ -249,6 +263,8 @@ const sqliteFileStore = (databasePath: string, busyTimeoutMs: number) =>
     const addDay = db.query(addDailySql)
     const addStamp = db.query(addBurstSql)
     const pruneStamps = db.query("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
+    const forgetDays = db.query("DELETE FROM usage_daily WHERE account_id LIKE ? AND day < ?")
+    const forgetStamps = db.query("DELETE FROM usage_burst WHERE account_id LIKE ? AND at_ms <= ?")
 
     const loadNow = (accountId: string, now: number, windowMs: number): StoredUsage => {
       const month = utcMonth(now)
@@ -324,7 +340,11 @@ const sqliteFileStore = (databasePath: string, busyTimeoutMs: number) =>
     return UsageStore.of({
       dayCount: (accountId, now) => withRetries(() => dayCountNow(accountId, now)),
       counts: (accountId, now, windowMs) => withRetries(() => countsNow(accountId, now, windowMs)),
-      settle
+      settle,
+      forget: (prefix, now, burstBefore) =>
+        withRetries(() =>
+          forgetDays.run(`${prefix}%`, utcDay(now)).changes + forgetStamps.run(`${prefix}%`, burstBefore).changes
+        )
     })
   })
 
@@ -369,6 +389,21 @@ export const UsageStoreMemory = Layer.sync(UsageStore, () => {
       Effect.sync(() => {
         const stored = loadNow(accountId, now, windowMs)
         return { today: stored.dayCount, thisMonth: stored.monthCount, inBurst: stored.burst.length }
+      }),
+    forget: (prefix, now, burstBefore) =>
+      Effect.sync(() => {
+        let removed = 0
+        for (const key of daily.keys()) {
+          const [accountId = "", day = ""] = key.split("\u0000")
+          if (accountId.startsWith(prefix) && day < utcDay(now)) removed += Number(daily.delete(key))
+        }
+        for (const [accountId, stamps] of burst) {
+          if (!accountId.startsWith(prefix)) continue
+          const kept = stamps.filter((at) => at > burstBefore)
+          removed += stamps.length - kept.length
+          burst.set(accountId, kept)
+        }
+        return removed
       }),
     // One process, and the limiter settles one batch at a time: nothing can interleave.
     settle: (now, accounts, decider) =>

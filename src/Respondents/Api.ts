@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { InvalidRequestWire, NotFoundWire, UnauthorizedWire } from "../Domain/Errors.js"
+import { InvalidRequestWire, NotFoundWire, RateLimitedWire, ServiceUnavailableWire, UnauthorizedWire } from "../Domain/Errors.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { MAX_TEXT_LENGTH } from "./AnswerValidation.js"
@@ -14,10 +14,11 @@ export class CurrentRespondent extends Context.Tag("Respondents/CurrentResponden
 
 /**
  * `Authorization: Bearer <respondentToken>`: the token a survey page hands out (`/s/{id}`,
- * `/embed/{token}`), valid for 24 hours. Answers 401 `unauthorized` otherwise.
+ * `/embed/{token}`), valid for 24 hours. Answers 401 `unauthorized` otherwise, and 429
+ * `rate_limited` past a respondent limit (per client address, per survey).
  */
 export class RespondentAuth extends HttpApiMiddleware.Tag<RespondentAuth>()("Respondents/RespondentAuth", {
-  failure: UnauthorizedWire,
+  failure: Schema.Union(UnauthorizedWire, RateLimitedWire, ServiceUnavailableWire),
   provides: CurrentRespondent,
   security: { respondentToken: HttpApiSecurity.bearer }
 }) {}

@@ -3,20 +3,28 @@ import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Api } from "../Api.js"
 import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
 import { CurrentRespondent, RespondentAuth, ResponseSaved, ResponseStarted, Submission } from "./Api.js"
+import { RespondentLimits } from "./RespondentLimits.js"
 import { RespondentTokens, tokenRefused } from "./RespondentTokens.js"
 import { ResponseWriter } from "./ResponseWriter.js"
 
-/** Resolves the bearer respondent token; an unknown, malformed, forged or expired one answers 401. */
+/**
+ * Counts the request against its client address, resolves the bearer respondent token (an
+ * unknown, malformed or expired one answers 401), and counts the request against its survey.
+ * Past a respondent limit: 429, and nothing is read or written further.
+ */
 export const RespondentAuthLive = Layer.effect(
   RespondentAuth,
   Effect.gen(function*() {
     const tokens = yield* RespondentTokens
+    const limits = yield* RespondentLimits
     const refused = tokenRefused()
     return {
       respondentToken: (token) =>
         Effect.gen(function*() {
+          yield* limits.address
           const found = yield* tokens.resolve(Redacted.value(token).trim())
           if (Option.isNone(found)) return yield* refused
+          yield* limits.survey(found.value.surveyId)
           return found.value
         })
     }

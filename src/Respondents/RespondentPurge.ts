@@ -3,6 +3,7 @@ import { Clock, Effect, Layer, Schedule, Schema } from "effect"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { toIso } from "../Domain/Time.js"
+import { RespondentLimits } from "./RespondentLimits.js"
 
 /** Spent embed sessions are kept this long after they expire, then deleted. */
 export const EMBED_SESSION_RETENTION_MILLIS = 30 * 86_400_000
@@ -32,10 +33,14 @@ export class RespondentPurge extends Effect.Service<RespondentPurge>()("Responde
   })
 }) {}
 
-/** Runs the purge at start and then every hour while the server runs: once an hour over all processes. */
+/**
+ * Runs the purge, and deletes the respondent limits' counts that no longer count, at start and then
+ * every hour while the server runs: once an hour over all processes.
+ */
 export const RespondentPurgeLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const purge = yield* RespondentPurge
+    const limits = yield* RespondentLimits
     const jobs = yield* JobLeases
     yield* periodically(
       "respondent token purge",
@@ -43,8 +48,11 @@ export const RespondentPurgeLive = Layer.scopedDiscard(
         "respondent-purge",
         3_600_000,
         purge.run().pipe(
+          Effect.zipWith(limits.forget, (removed, counts) => ({ ...removed, limitCounts: counts })),
           Effect.tap((removed) =>
-            removed.tokens + removed.embedSessions > 0 ? Effect.logDebug("purged respondent tokens", removed) : Effect.void
+            removed.tokens + removed.embedSessions + removed.limitCounts > 0
+              ? Effect.logDebug("purged respondent tokens", removed)
+              : Effect.void
           )
         )
       ),

@@ -6,7 +6,9 @@ import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
+import type { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
 import { assets } from "./Assets.js"
+import { RespondentLimits } from "./RespondentLimits.js"
 import { isOpaqueToken, RespondentTokens } from "./RespondentTokens.js"
 import { pageHeaders, renderMessagePage, renderSurveyPage, toPageQuestion } from "./SurveyPage.js"
 
@@ -29,6 +31,12 @@ const messagePage = (status: number, code: string, title: string, message: strin
         HttpServerResponse.setHeaders(pageHeaders(null))
       ))
 
+/** A refused page load: 429 (its `Retry-After` is set by the limiter) or 503, as a page or as JSON. */
+const refusedLoad = (error: RateLimited | ServiceUnavailable) =>
+  error._tag === "RateLimited"
+    ? messagePage(429, "rate_limited", "Too many requests", `${error.message} Please try again in a moment.`)
+    : messagePage(503, "service_unavailable", "Please try again", error.message)
+
 const notAccepting = (survey: SurveyRow) =>
   survey.status === "closed"
     ? messagePage(410, "gone", "This survey is closed", "This survey no longer accepts responses. Thank you for your interest.")
@@ -44,6 +52,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
     const surveys = yield* SurveyRepo
     const tokens = yield* RespondentTokens
     const embeds = yield* EmbedSessions
+    const limits = yield* RespondentLimits
 
     // The survey with its questions, read together: the page shows them as of one moment.
     const liveSurvey = (surveyId: string) =>
@@ -69,6 +78,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       })
 
     const publicPage = Effect.gen(function*() {
+      yield* limits.address
       const { surveyId } = yield* HttpRouter.params
       const found = yield* liveSurvey(surveyId ?? "")
       if (Option.isNone(found)) {
@@ -76,11 +86,13 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       }
       const { survey } = found.value
       if (survey.status !== "published") return yield* notAccepting(survey)
+      yield* limits.survey(survey.id)
       const token = yield* tokens.issuePage(survey.id)
       return yield* renderSurvey(found.value, token)
-    })
+    }).pipe(Effect.catchTags({ RateLimited: refusedLoad, ServiceUnavailable: refusedLoad }))
 
     const embedPage = Effect.gen(function*() {
+      yield* limits.address
       const { token } = yield* HttpRouter.params
       const refused = (tag: "Unknown" | "Expired" | "Used") =>
         tag === "Unknown"
@@ -98,6 +110,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       if (Option.isNone(found)) return yield* refused("Unknown")
       const { survey } = found.value
       if (survey.status !== "published") return yield* notAccepting(survey)
+      yield* limits.survey(survey.id)
       // The load is spent only together with the respondent token it hands out.
       const loaded = yield* embeds.consume(session.right).pipe(
         Effect.zipRight(tokens.issue({
@@ -111,7 +124,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       )
       if (Either.isLeft(loaded)) return yield* refused(loaded.left._tag)
       return yield* renderSurvey(found.value, loaded.right)
-    })
+    }).pipe(Effect.catchTags({ RateLimited: refusedLoad, ServiceUnavailable: refusedLoad }))
 
     const asset = Effect.gen(function*() {
       const { name } = yield* HttpRouter.params

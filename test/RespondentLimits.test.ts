@@ -1,0 +1,134 @@
+import { HttpClient } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Schema, TestClock } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { RespondentLimits } from "../src/Respondents/RespondentLimits.js"
+import { quotaRowsElsewhere } from "./support/Elsewhere.js"
+import { respondentFixture } from "./support/RespondentFixtures.js"
+import { Count } from "./support/StoredRows.js"
+import { type Answered, bodyOf, call, decodeAs, TestServer } from "./support/TestServer.js"
+
+const PageBody = Schema.Struct({ respondentToken: Schema.String })
+const ErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String })
+
+/** A survey page's JSON form, as a client at `address` behind the service's one trusted proxy asks for it. */
+const load = (survey: string, address: string, accept = "application/json") =>
+  call("GET", `/s/${survey}`, { headers: { accept, "x-forwarded-for": `198.51.100.1, ${address}` } })
+
+const start = (token: string, address: string) =>
+  call("POST", "/respond/v1/responses", {
+    token,
+    headers: { "x-forwarded-for": address },
+    body: JSON.stringify({ answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: false })
+  })
+
+const count = (statement: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(sql.unsafe(statement).pipe(Effect.orDie), (rows) => decodeAs(Schema.Array(Count), rows)[0]?.n ?? -1))
+
+/** A refusal of a respondent limit: 429, the documented body, a whole number of seconds to wait, a request id. */
+const expectLimited = (res: Answered) => {
+  expect(res.status).toBe(429)
+  expect(bodyOf(ErrorBody, res)).toEqual({ code: "rate_limited", message: expect.stringMatching(/^Too many requests/) })
+  const wait = Number(res.headers["retry-after"])
+  expect(Number.isInteger(wait) && wait >= 1 && wait <= 60).toBe(true)
+  expect(res.headers["x-request-id"]).toMatch(/^req_/)
+}
+
+layer(TestServer(respondentFixture, { respondentLimitPerAddress: 3, respondentLimitPerSurvey: 6, trustProxyHops: 1 }))(
+  "respondent limits per client address and per survey",
+  (it) => {
+    it.effect("a loop on one public link is refused past its limit; other addresses and surveys still answer; a minute later it answers again", () =>
+      Effect.gen(function*() {
+        const tokens: Array<string> = []
+        for (let i = 0; i < 3; i++) {
+          const res = yield* load("srv_short", "203.0.113.7")
+          expect(res.status).toBe(200)
+          tokens.push(bodyOf(PageBody, res).respondentToken)
+        }
+        expectLimited(yield* load("srv_short", "203.0.113.7"))
+        // A browser gets a page with the same status and wait.
+        const page = yield* load("srv_short", "203.0.113.7", "text/html")
+        expect(page.status).toBe(429)
+        expect(page.headers["content-type"]).toMatch(/^text\/html/)
+        expect(page.headers["retry-after"]).toMatch(/^[1-9]\d*$/)
+        expect(page.text).toContain("Too many requests")
+
+        // Saves from that address are refused too, and write nothing.
+        const responses = "SELECT count(*) AS n FROM responses WHERE survey_id = 'srv_short'"
+        const events = "SELECT count(*) AS n FROM events"
+        const before = [yield* count(responses), yield* count(events)]
+        const token = tokens[0] ?? ""
+        expectLimited(yield* start(token, "203.0.113.7"))
+        expect([yield* count(responses), yield* count(events)]).toEqual(before)
+
+        // Only the entry the trusted proxy appended counts: what the client claims left of it is ignored.
+        expect((yield* load("srv_short", "203.0.113.8")).status).toBe(200)
+        expect((yield* load("srv_all", "203.0.113.9")).status).toBe(200)
+        expect((yield* start(token, "203.0.113.9")).status).toBe(201)
+
+        // srv_short has now admitted 5 of its 6: one more address fills it, the next is refused for the survey.
+        expect((yield* load("srv_short", "203.0.113.10")).status).toBe(200)
+        const full = yield* load("srv_short", "203.0.113.11")
+        expectLimited(full)
+        expect(bodyOf(ErrorBody, full).message).toContain("for this survey")
+        expect((yield* load("srv_all", "203.0.113.11")).status).toBe(200)
+
+        yield* TestClock.adjust("60 seconds")
+        expect((yield* load("srv_short", "203.0.113.7")).status).toBe(200)
+        expect((yield* start(token, "203.0.113.7")).status).toBe(201)
+      }))
+
+    it.effect("IPv6 clients are counted by their /64 network", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("10 minutes")
+        for (const host of ["1", "2", "3"]) expect((yield* load("srv_all", `2001:db8:7:1::${host}`)).status).toBe(200)
+        expectLimited(yield* load("srv_all", "2001:db8:7:1:ffff::9"))
+        expect((yield* load("srv_all", "2001:db8:7:2::1")).status).toBe(200)
+      }))
+
+    it.effect("the stored counts of addresses and surveys are deleted once they no longer count", () =>
+      Effect.gen(function*() {
+        const stored = Effect.map(
+          quotaRowsElsewhere(`SELECT (SELECT count(*) FROM usage_daily WHERE account_id LIKE 'respondent-%')
+            + (SELECT count(*) FROM usage_burst WHERE account_id LIKE 'respondent-%') AS n`),
+          (rows) => decodeAs(Schema.Array(Count), rows)[0]?.n ?? -1
+        )
+        expect(yield* stored).toBeGreaterThan(10)
+        yield* TestClock.adjust("1 day")
+        const limits = yield* RespondentLimits
+        expect(yield* limits.forget).toBeGreaterThan(10)
+        expect(yield* stored).toBe(0)
+        expect((yield* load("srv_all", "203.0.113.7")).status).toBe(200)
+      }))
+  }
+)
+
+describe("respondent limits across processes", () => {
+  it.effect("two servers on one database admit one address's limit between them, not each", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "respondent-limits-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const settings = { databasePath: join(dir, "survey.db"), respondentLimitPerAddress: 10, trustProxyHops: 1 }
+      const serve = (fixture: typeof respondentFixture | undefined) =>
+        Effect.map(Layer.build(TestServer(fixture, settings)), (context) => Context.get(context, HttpClient.HttpClient))
+      const first = yield* serve(respondentFixture)
+      const second = yield* serve(undefined)
+      const loads = (address: string) =>
+        Effect.forEach(
+          Array.from({ length: 30 }, (_, i) => i % 2 === 0 ? first : second),
+          (client) => Effect.map(Effect.provideService(load("srv_all", address), HttpClient.HttpClient, client), (res) => res.status),
+          { concurrency: 6 }
+        )
+      const statuses = yield* loads("203.0.113.50")
+      expect(statuses.filter((s) => s === 200).length).toBe(10)
+      expect(statuses.filter((s) => s === 429).length).toBe(20)
+
+      yield* TestClock.adjust("60 seconds")
+      const later = yield* loads("203.0.113.50")
+      expect(later.filter((s) => s === 200).length).toBe(10)
+    }).pipe(Effect.scoped))
+})
