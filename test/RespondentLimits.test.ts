@@ -1,11 +1,12 @@
-import { HttpClient } from "@effect/platform"
+import { HttpClient, HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Schema, TestClock } from "effect"
+import { ConfigProvider, Context, Effect, Either, Layer, Schema, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { RespondentLimits } from "../src/Respondents/RespondentLimits.js"
+import { AppConfig } from "../src/Config.js"
+import { addressKey, clientAddress, RespondentLimits } from "../src/Respondents/RespondentLimits.js"
 import { quotaRowsElsewhere } from "./support/Elsewhere.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { Count } from "./support/StoredRows.js"
@@ -131,4 +132,54 @@ describe("respondent limits across processes", () => {
       const later = yield* loads("203.0.113.50")
       expect(later.filter((s) => s === 200).length).toBe(10)
     }).pipe(Effect.scoped))
+})
+
+describe("the client address of the respondent limits", () => {
+  const request = (remote: string, forwarded?: string) =>
+    HttpServerRequest.fromWeb(
+      new Request("http://127.0.0.1/s/srv", { headers: forwarded === undefined ? {} : { "x-forwarded-for": forwarded } })
+    ).modify({ remoteAddress: remote })
+
+  it("is the connection's unless proxies are trusted; then the entry that many places from the right", () => {
+    const forwarded = "10.9.9.9, 203.0.113.5, 198.51.100.7"
+    expect(clientAddress(request("192.0.2.1", forwarded), 0)).toBe("192.0.2.1")
+    expect(clientAddress(request("192.0.2.1", forwarded), 1)).toBe("198.51.100.7")
+    expect(clientAddress(request("192.0.2.1", forwarded), 2)).toBe("203.0.113.5")
+    // A list shorter than the proxies: its left-most entry, what the first proxy saw connect.
+    expect(clientAddress(request("192.0.2.1", "203.0.113.5"), 3)).toBe("203.0.113.5")
+    // No header, or an entry that is not an address: the connection's.
+    expect(clientAddress(request("192.0.2.1"), 1)).toBe("192.0.2.1")
+    expect(clientAddress(request("192.0.2.1", "203.0.113.5, unknown"), 1)).toBe("192.0.2.1")
+  })
+
+  it("counts IPv4 as it is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64 network", () => {
+    expect(addressKey("203.0.113.5")).toBe("203.0.113.5")
+    expect(addressKey("::ffff:203.0.113.5")).toBe("203.0.113.5")
+    expect(addressKey("2001:db8:0:1::5")).toBe("2001:db8:0:1::/64")
+    expect(addressKey("2001:0db8:0000:0001:ffff:0:0:9")).toBe("2001:db8:0:1::/64")
+    expect(addressKey("[2001:db8::1]")).toBe("2001:db8:0:0::/64")
+    expect(addressKey("fe80::1%eth0")).toBe("fe80:0:0:0::/64")
+    expect(addressKey("not-an-address")).toBeUndefined()
+    expect(addressKey("2001:db8::1::2")).toBeUndefined()
+  })
+
+  it.effect("TRUST_PROXY takes false, true or a number of proxies; the limits take whole numbers from 1", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        Effect.either(AppConfig.fromEnv().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
+      const settings = yield* read({})
+      expect(Either.getOrThrow(settings)).toMatchObject({
+        trustProxyHops: 0,
+        respondentLimitPerAddress: 1000,
+        respondentLimitPerSurvey: 20000
+      })
+      expect(Either.getOrThrow(yield* read({ TRUST_PROXY: "true" })).trustProxyHops).toBe(1)
+      expect(Either.getOrThrow(yield* read({ TRUST_PROXY: "2" })).trustProxyHops).toBe(2)
+      expect(Either.getOrThrow(yield* read({ TRUST_PROXY: "off" })).trustProxyHops).toBe(0)
+      expect(Either.isLeft(yield* read({ TRUST_PROXY: "11" }))).toBe(true)
+      expect(Either.isLeft(yield* read({ TRUST_PROXY: "maybe" }))).toBe(true)
+      expect(Either.isLeft(yield* read({ RESPONDENT_LIMIT_PER_ADDRESS: "0" }))).toBe(true)
+      expect(Either.isLeft(yield* read({ RESPONDENT_LIMIT_PER_SURVEY: "1.5" }))).toBe(true)
+      expect(Either.getOrThrow(yield* read({ RESPONDENT_LIMIT_PER_SURVEY: "50" })).respondentLimitPerSurvey).toBe(50)
+    }))
 })
