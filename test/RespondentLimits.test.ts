@@ -8,6 +8,7 @@ import { join } from "node:path"
 import { AppConfig } from "../src/Config.js"
 import { addressKey, clientAddress, RespondentLimits } from "../src/Respondents/RespondentLimits.js"
 import { quotaRowsElsewhere } from "./support/Elsewhere.js"
+import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { Count } from "./support/StoredRows.js"
 import { type Answered, bodyOf, call, decodeAs, TestServer } from "./support/TestServer.js"
@@ -104,6 +105,41 @@ layer(TestServer(respondentFixture, { respondentLimitPerAddress: 3, respondentLi
         expect(yield* limits.forget).toBeGreaterThan(10)
         expect(yield* stored).toBe(0)
         expect((yield* load("srv_all", "203.0.113.7")).status).toBe(200)
+      }))
+
+    it.effect("an embed URL loaded past the limit is not spent, and a PATCH past it changes nothing", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("2 minutes")
+        const created = yield* call("POST", "/api/v1/surveys/srv_short/embed-sessions", {
+          token: TOKENS.editor,
+          body: JSON.stringify({ externalUserId: "person-limited" })
+        })
+        expect(created.status).toBe(201)
+        const embedUrl = bodyOf(Schema.Struct({ embedUrl: Schema.String }), created).embedUrl
+        const path = embedUrl.slice(embedUrl.indexOf("/embed/"))
+        const embed = (address: string) =>
+          call("GET", path, { headers: { accept: "application/json", "x-forwarded-for": address } })
+
+        const page = yield* load("srv_short", "203.0.113.60")
+        const token = bodyOf(PageBody, page).respondentToken
+        const started = yield* start(token, "203.0.113.60")
+        expect(started.status).toBe(201)
+        const { responseId } = bodyOf(Schema.Struct({ responseId: Schema.String }), started)
+        expect((yield* load("srv_short", "203.0.113.60")).status).toBe(200)
+
+        expectLimited(yield* embed("203.0.113.60"))
+        const patched = yield* call("PATCH", `/respond/v1/responses/${responseId}`, {
+          token,
+          headers: { "x-forwarded-for": "203.0.113.60" },
+          body: JSON.stringify({ answers: [{ questionId: "q_short_text", values: ["changed"] }], finished: true })
+        })
+        expectLimited(patched)
+        const stored = yield* call("GET", `/api/v1/surveys/srv_short/responses/${responseId}`, { token: TOKENS.editor })
+        expect(bodyOf(Schema.Struct({ completed: Schema.Boolean }), stored).completed).toBe(false)
+
+        const loaded = yield* embed("203.0.113.61")
+        expect(loaded.status).toBe(200)
+        expect(bodyOf(PageBody, loaded).respondentToken).toMatch(/^[A-Za-z0-9_-]{43}$/)
       }))
   }
 )
