@@ -1,10 +1,11 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Clock, Context, Effect, Exit, Layer, Metric, Runtime } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Runtime } from "effect"
 import { setAnswerHeaders } from "../Http/RequestId.js"
 import { quotaRefusals } from "../Telemetry/Metrics.js"
 import { KeyAdmission } from "../Auth/Authorization.js"
 import type { ApiKeyContext } from "../Auth/CurrentKey.js"
 import { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
+import { isPgPoolExhausted } from "../Sql/Busy.js"
 import { AccountUsage, burstWindowMs, type Decision, type RateLimitHeaders } from "./AccountUsage.js"
 import { nextUtcMidnight, utcDay } from "./Calendar.js"
 import { type BatchAccount, type CountedRequest, type Decider, type UsageCounts, UsageStore, UsageStoreMemory } from "./UsageStore.js"
@@ -172,7 +173,9 @@ export const makeRateLimiterWith = (options: LimiterOptions) => Effect.gen(funct
         if (Exit.isFailure(outcome)) {
           // The counters in memory may hold decisions that were never stored.
           for (const { key } of batch.waiting) known.delete(key.accountId)
-          const refused = Effect.fail(busy())
+          // No pooled connection came free: answered as any statement that found none (src/Http/Server.ts).
+          const squashed = Cause.squash(outcome.cause)
+          const refused = isPgPoolExhausted(squashed) ? Effect.die(squashed) : Effect.fail(busy())
           for (const { resume } of batch.waiting) resume(refused)
           return Effect.zipRight(
             Metric.incrementBy(refusedBusy, batch.waiting.length),

@@ -2,7 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
-import { isDatabaseUnavailable, isSqliteBusy } from "../Sql/Busy.js"
+import { isDatabaseUnavailable, isPgPoolExhausted, isSqliteBusy } from "../Sql/Busy.js"
 import { dialectOf } from "../Sql/Dialect.js"
 import { nullableNum, num } from "../Sql/Rows.js"
 import type { StoredUsage } from "./AccountUsage.js"
@@ -118,7 +118,9 @@ export const UsageStoreSql = Layer.effect(
     const lastPruned = new Map<string, number>()
 
     const busyOrDie = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-      Effect.catchAll(effect, (error) => isDatabaseUnavailable(error) ? Effect.fail(busy()) : Effect.die(error))
+      Effect.catchAll(effect, (error) =>
+        // No pooled connection came free: the limiter answers it as such (src/Quota/RateLimiter.ts).
+        isDatabaseUnavailable(error) && !isPgPoolExhausted(error) ? Effect.fail(busy()) : Effect.die(error))
 
     const dayCount = SqlSchema.findOne({
       Request: Schema.Struct({ accountId: Schema.String, day: Schema.String }),
