@@ -225,6 +225,10 @@ const spawnServe = (slot: Slot, database: string) => {
       LOG_FORMAT: "json",
       LOG_LEVEL: "warn",
       WORKER_LEASE_SECONDS: "5",
+      // Every simulated respondent comes from 127.0.0.1 to one survey, far faster than real ones:
+      // the respondent limits (tested in test/RespondentLimits.test.ts) are lifted out of the way.
+      RESPONDENT_LIMIT_PER_ADDRESS: "1000000",
+      RESPONDENT_LIMIT_PER_SURVEY: "1000000",
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
       PUBLIC_BASE_URL: slot.base
     },
