@@ -1,15 +1,15 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authorization } from "../Auth/Authorization.js"
 import { Analytics } from "../Domain/Analytics.js"
-import { ForbiddenWire, NotFoundWire } from "../Domain/Errors.js"
+import { Forbidden, NotFound } from "../Domain/Errors.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
 
 export class AnalyticsApi extends HttpApiGroup.make("analytics")
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}/analytics`
       .addSuccess(Analytics)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Counts and per-question aggregates of a survey")
       .annotate(
         OpenApi.Description,

@@ -1,15 +1,6 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
-import {
-  PlanUpgradeRequired,
-  type RateLimited,
-  PlanUpgradeRequiredWire,
-  RateLimitedWire,
-  type ServiceUnavailable,
-  ServiceUnavailableWire,
-  Unauthorized,
-  UnauthorizedWire
-} from "../Domain/Errors.js"
+import { PlanUpgradeRequired, RateLimited, ServiceUnavailable, Unauthorized } from "../Domain/Errors.js"
 import { ApiKeyRepo, type KeyLookup } from "./ApiKeyRepo.js"
 import { type ApiKeyContext, CurrentKey } from "./CurrentKey.js"
 import { hashToken } from "./Token.js"
@@ -21,7 +12,7 @@ import { hashToken } from "./Token.js"
  * count cannot be stored).
  */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("Auth/Authorization", {
-  failure: Schema.Union(UnauthorizedWire, PlanUpgradeRequiredWire, RateLimitedWire, ServiceUnavailableWire),
+  failure: Schema.Union(Unauthorized.Wire, PlanUpgradeRequired.Wire, RateLimited.Wire, ServiceUnavailable.Wire),
   provides: CurrentKey,
   security: {
     bearer: HttpApiSecurity.bearer

@@ -1,6 +1,6 @@
 import { HttpApiMiddleware, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
-import { Forbidden, ForbiddenWire } from "../Domain/Errors.js"
+import { Forbidden } from "../Domain/Errors.js"
 import { canWrite, CurrentKey } from "./CurrentKey.js"
 
 /**
@@ -9,7 +9,7 @@ import { canWrite, CurrentKey } from "./CurrentKey.js"
  * key is refused the same way whatever it sends.
  */
 export class WriteAccess extends HttpApiMiddleware.Tag<WriteAccess>()("Auth/WriteAccess", {
-  failure: ForbiddenWire
+  failure: Forbidden.Wire
 }) {}
 
 export const WriteAccessLive = Layer.succeed(

@@ -8,6 +8,10 @@ export const Issue = Schema.Struct({
 }).annotations({ identifier: "InvalidRequestIssue", description: "One field-level problem of an invalid_request answer." })
 export type Issue = typeof Issue.Type
 
+/**
+ * An error's wire form (decisions §2): `{"code", "message"}` with the status of its code, no `_tag`.
+ * Each error class carries its own as `Wire`, the schema its endpoints declare with `.addError`.
+ */
 const wire = <Code extends string, Self extends { readonly message: string }>(
   self: new(props: { readonly message: string }) => Self,
   code: Code,
@@ -30,92 +34,99 @@ const wire = <Code extends string, Self extends { readonly message: string }>(
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   message: Schema.String
-}) {}
-export const UnauthorizedWire = wire(
-  Unauthorized,
-  "unauthorized",
-  401,
-  "The API key is missing, malformed, revoked, or its creator lost access to the workspace."
-)
+}) {
+  static readonly Wire = wire(
+    Unauthorized,
+    "unauthorized",
+    401,
+    "The API key is missing, malformed, revoked, or its creator lost access to the workspace."
+  )
+}
 
 export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
   message: Schema.String
-}) {}
-export const ForbiddenWire = wire(
-  Forbidden,
-  "forbidden",
-  403,
-  "The key is valid but lacks the access this call needs."
-)
+}) {
+  static readonly Wire = wire(
+    Forbidden,
+    "forbidden",
+    403,
+    "The key is valid but lacks the access this call needs."
+  )
+}
 
 export class PlanUpgradeRequired extends Schema.TaggedError<PlanUpgradeRequired>()("PlanUpgradeRequired", {
   message: Schema.String
-}) {}
-export const PlanUpgradeRequiredWire = wire(
-  PlanUpgradeRequired,
-  "plan_upgrade_required",
-  403,
-  "The workspace owner's plan does not include API access."
-)
+}) {
+  static readonly Wire = wire(
+    PlanUpgradeRequired,
+    "plan_upgrade_required",
+    403,
+    "The workspace owner's plan does not include API access."
+  )
+}
 
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   message: Schema.String
-}) {}
-export const NotFoundWire = wire(
-  NotFound,
-  "not_found",
-  404,
-  "Nothing with that id is reachable with this key."
-)
+}) {
+  static readonly Wire = wire(
+    NotFound,
+    "not_found",
+    404,
+    "Nothing with that id is reachable with this key."
+  )
+}
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String
-}) {}
-export const ServiceUnavailableWire = wire(
-  ServiceUnavailable,
-  "service_unavailable",
-  503,
-  "The request could not be completed safely now; nothing changed and it may be retried."
-)
+}) {
+  static readonly Wire = wire(
+    ServiceUnavailable,
+    "service_unavailable",
+    503,
+    "The request could not be completed safely now; nothing changed and it may be retried."
+  )
+}
 
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   message: Schema.String,
   retryAfterSeconds: Schema.Int
-}) {}
-export const RateLimitedWire = Schema.transform(
-  Schema.Struct({ code: Schema.Literal("rate_limited"), message: Schema.String }),
-  Schema.typeSchema(RateLimited),
-  {
-    strict: true,
-    // The wait travels in the Retry-After header, not in the body.
-    decode: ({ message }) => new RateLimited({ message, retryAfterSeconds: 1 }),
-    encode: (error) => ({ code: "rate_limited" as const, message: error.message })
-  }
-).annotations({
-  ...HttpApiSchema.annotations({ status: 429 }),
-  identifier: "Error_rate_limited",
-  description: "Too many requests; the Retry-After header says how many seconds to wait."
-})
+}) {
+  static readonly Wire = Schema.transform(
+    Schema.Struct({ code: Schema.Literal("rate_limited"), message: Schema.String }),
+    Schema.typeSchema(RateLimited),
+    {
+      strict: true,
+      // The wait travels in the Retry-After header, not in the body.
+      decode: ({ message }) => new RateLimited({ message, retryAfterSeconds: 1 }),
+      encode: (error) => ({ code: "rate_limited" as const, message: error.message })
+    }
+  ).annotations({
+    ...HttpApiSchema.annotations({ status: 429 }),
+    identifier: "Error_rate_limited",
+    description: "Too many requests; the Retry-After header says how many seconds to wait."
+  })
+}
 
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   message: Schema.String,
   issues: Schema.optional(Schema.Array(Issue))
-}) {}
-/** The wire form always carries `issues`, empty when no single field is at fault. */
-export const InvalidRequestWire = Schema.transform(
-  Schema.Struct({
-    code: Schema.Literal("invalid_request"),
-    message: Schema.String,
-    issues: Schema.Array(Issue)
-  }),
-  Schema.typeSchema(InvalidRequest),
-  {
-    strict: true,
-    decode: ({ issues, message }) => new InvalidRequest({ message, issues }),
-    encode: (error) => ({ code: "invalid_request" as const, message: error.message, issues: error.issues ?? [] })
-  }
-).annotations({
-  ...HttpApiSchema.annotations({ status: 400 }),
-  identifier: "Error_invalid_request",
-  description: "A parameter or the body is missing or malformed; retrying unchanged fails again."
-})
+}) {
+  /** The wire form always carries `issues`, empty when no single field is at fault. */
+  static readonly Wire = Schema.transform(
+    Schema.Struct({
+      code: Schema.Literal("invalid_request"),
+      message: Schema.String,
+      issues: Schema.Array(Issue)
+    }),
+    Schema.typeSchema(InvalidRequest),
+    {
+      strict: true,
+      decode: ({ issues, message }) => new InvalidRequest({ message, issues }),
+      encode: (error) => ({ code: "invalid_request" as const, message: error.message, issues: error.issues ?? [] })
+    }
+  ).annotations({
+    ...HttpApiSchema.annotations({ status: 400 }),
+    identifier: "Error_invalid_request",
+    description: "A parameter or the body is missing or malformed; retrying unchanged fails again."
+  })
+}

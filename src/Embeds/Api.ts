@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
-import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
@@ -25,9 +25,9 @@ export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
       .setPayload(EmbedSessionRequest)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(EmbedSession, { status: 201 })
-      .addError(InvalidRequestWire)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Create a one-time embed URL")
       .annotate(
         OpenApi.Description,

@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
-import { ForbiddenWire, InvalidRequestWire } from "../Domain/Errors.js"
+import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 
 const externalUserId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
@@ -22,8 +22,8 @@ export class ErasuresApi extends HttpApiGroup.make("erasures")
     HttpApiEndpoint.post("create")`/erasures`
       .setPayload(ErasureRequest)
       .addSuccess(Erasure)
-      .addError(InvalidRequestWire)
-      .addError(ForbiddenWire)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
       .annotate(OpenApi.Summary, "Erase a respondent")
       .annotate(
         OpenApi.Description,

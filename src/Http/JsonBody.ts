@@ -1,6 +1,6 @@
 import { HttpApiMiddleware, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { InvalidRequest, InvalidRequestWire } from "../Domain/Errors.js"
+import { InvalidRequest } from "../Domain/Errors.js"
 
 /**
  * Deepest nesting of arrays and objects a JSON body may have. The bodies the service takes
@@ -85,7 +85,7 @@ const readsBody = (method: string) => method !== "GET" && method !== "HEAD" && m
  * multipart) would otherwise be read as if they were JSON, or fail inside the HTTP layer.
  */
 export class JsonBody extends HttpApiMiddleware.Tag<JsonBody>()("Http/JsonBody", {
-  failure: InvalidRequestWire
+  failure: InvalidRequest.Wire
 }) {}
 
 export const JsonBodyLive = Layer.succeed(

@@ -1,8 +1,8 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
-import { InvalidRequest, InvalidRequestWire, type Issue } from "../Domain/Errors.js"
+import { InvalidRequest, type Issue } from "../Domain/Errors.js"
 
-const encodeInvalidRequest = Schema.encodeSync(InvalidRequestWire)
+const encodeInvalidRequest = Schema.encodeSync(InvalidRequest.Wire)
 
 const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
 

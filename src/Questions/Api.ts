@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authorization } from "../Auth/Authorization.js"
-import { ForbiddenWire, NotFoundWire } from "../Domain/Errors.js"
+import { Forbidden, NotFound } from "../Domain/Errors.js"
 import { QuestionList } from "../Domain/Question.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
 
@@ -8,8 +8,8 @@ export class QuestionsApi extends HttpApiGroup.make("questions")
   .add(
     HttpApiEndpoint.get("list")`/surveys/${SurveyIdParam}/questions`
       .addSuccess(QuestionList)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "All questions of a survey, in survey order")
   )
   .middleware(Authorization)

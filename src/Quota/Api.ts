@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
-import { ServiceUnavailableWire } from "../Domain/Errors.js"
+import { ServiceUnavailable } from "../Domain/Errors.js"
 
 /** api-v1 §2.9. */
 export const Usage = Schema.Struct({
@@ -18,7 +18,7 @@ export class UsageApi extends HttpApiGroup.make("usage")
   .add(
     HttpApiEndpoint.get("get", "/usage")
       .addSuccess(Usage)
-      .addError(ServiceUnavailableWire)
+      .addError(ServiceUnavailable.Wire)
       .annotate(
         OpenApi.Description,
         "The request quota of the key's creator account, shared by all of its keys. This call counts against it."

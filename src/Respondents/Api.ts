@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { InvalidRequestWire, NotFoundWire, RateLimitedWire, ServiceUnavailableWire, UnauthorizedWire } from "../Domain/Errors.js"
+import { InvalidRequest, NotFound, RateLimited, ServiceUnavailable, Unauthorized } from "../Domain/Errors.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { MAX_TEXT_LENGTH } from "./AnswerValidation.js"
@@ -18,7 +18,7 @@ export class CurrentRespondent extends Context.Tag("Respondents/CurrentResponden
  * `rate_limited` past a respondent limit (per client address, per survey).
  */
 export class RespondentAuth extends HttpApiMiddleware.Tag<RespondentAuth>()("Respondents/RespondentAuth", {
-  failure: Schema.Union(UnauthorizedWire, RateLimitedWire, ServiceUnavailableWire),
+  failure: Schema.Union(Unauthorized.Wire, RateLimited.Wire, ServiceUnavailable.Wire),
   provides: CurrentRespondent,
   security: { respondentToken: HttpApiSecurity.bearer }
 }) {}
@@ -59,8 +59,8 @@ export class RespondentApi extends HttpApiGroup.make("respondent")
       .setPayload(Submission)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(ResponseStarted, { status: 201 })
-      .addError(InvalidRequestWire)
-      .addError(NotFoundWire)
+      .addError(InvalidRequest.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Start a response")
       .annotate(
         OpenApi.Description,
@@ -73,8 +73,8 @@ export class RespondentApi extends HttpApiGroup.make("respondent")
     HttpApiEndpoint.patch("save")`/responses/${HttpApiSchema.param("responseId", ResponseIdParam)}`
       .setPayload(Submission)
       .addSuccess(ResponseSaved)
-      .addError(InvalidRequestWire)
-      .addError(NotFoundWire)
+      .addError(InvalidRequest.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Save answers to a response")
       .annotate(
         OpenApi.Description,

@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { ParseResult, Schema, SchemaAST } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
-import { ForbiddenWire, InvalidRequestWire, NotFoundWire, ServiceUnavailableWire } from "../Domain/Errors.js"
+import { Forbidden, InvalidRequest, NotFound, ServiceUnavailable } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
 import { ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
 import { ResponseId } from "../Domain/Ids.js"
@@ -91,10 +91,10 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
     HttpApiEndpoint.get("list")`/surveys/${SurveyIdParam}/responses`
       .setUrlParams(ResponseListParams)
       .addSuccess(ResponsePage)
-      .addError(InvalidRequestWire)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(ServiceUnavailableWire)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
+      .addError(ServiceUnavailable.Wire)
       .annotate(OpenApi.Summary, "List responses of a survey, oldest first")
       .annotate(
         OpenApi.Description,
@@ -117,10 +117,10 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
     HttpApiEndpoint.get("exportCsv")`/surveys/${SurveyIdParam}/responses.csv`
       .setUrlParams(ResponseExportParams)
       .addSuccess(ResponsesCsv)
-      .addError(InvalidRequestWire)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(ServiceUnavailableWire)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
+      .addError(ServiceUnavailable.Wire)
       .annotate(OpenApi.Summary, "Export responses of a survey as CSV")
       .annotate(
         OpenApi.Description,
@@ -135,8 +135,8 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       HttpApiSchema.param("responseId", ResponseId.annotations({ description: "Response id." }))
     }`
       .addSuccess(SurveyResponse)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Get one response")
   )
   .add(
@@ -144,8 +144,8 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       HttpApiSchema.param("responseId", ResponseId.annotations({ description: "Response id." }))
     }`
       .addSuccess(HttpApiSchema.NoContent)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Delete one response")
       .annotate(
         OpenApi.Description,

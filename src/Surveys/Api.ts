@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
-import { ForbiddenWire, InvalidRequestWire, NotFoundWire } from "../Domain/Errors.js"
+import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
 import { SurveyId } from "../Domain/Ids.js"
 import { Survey } from "../Domain/Survey.js"
@@ -18,14 +18,14 @@ export class SurveysApi extends HttpApiGroup.make("surveys")
         cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." }))
       }))
       .addSuccess(SurveyPage)
-      .addError(InvalidRequestWire)
+      .addError(InvalidRequest.Wire)
       .annotate(OpenApi.Summary, "List surveys, newest activity first")
   )
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}`
       .addSuccess(Survey)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Get one survey")
   )
   .middleware(Authorization)
