@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
-import { EventEnvelope } from "../src/Events/Event.js"
+import { EventEnvelope } from "../src/Domain/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { DeliveryLog } from "../src/Webhooks/Api.js"
 import { TOKENS } from "./support/Fixtures.js"

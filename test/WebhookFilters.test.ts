@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { EventEnvelope, type EventType } from "../src/Events/Event.js"
+import { EventEnvelope, type EventType } from "../src/Domain/Event.js"
 import { Outbox } from "../src/Events/Outbox.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"

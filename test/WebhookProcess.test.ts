@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
-import { EventEnvelope } from "../src/Events/Event.js"
+import { EventEnvelope } from "../src/Domain/Event.js"
 import { WebhookRegistered } from "../src/Webhooks/Api.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { elsewhereRows } from "./support/Elsewhere.js"

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { SubscribableEventType } from "../Events/Event.js"
+import { SubscribableEventType } from "./Event.js"
 
 /** Why a configured webhook was switched off (v1-extensions §X1.4). */
 export const DisabledReason = Schema.Literal("gone", "failing").annotations({

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import type { EventEnvelope, EventType } from "./Event.js"
+import type { EventEnvelope, EventType } from "../Domain/Event.js"
 
 export interface NewEvent {
   readonly type: EventType

@@ -3,7 +3,7 @@ import { Array as Arr, Effect, Schema } from "effect"
 import { AggregateRepo } from "../Analytics/AggregateRepo.js"
 import { apply, emptyAggregates } from "../Analytics/Compute.js"
 import { ResponseId, type SurveyId, type WorkspaceId } from "../Domain/Ids.js"
-import { EventEnvelope } from "../Events/Event.js"
+import { EventEnvelope } from "../Domain/Event.js"
 import { Outbox } from "../Events/Outbox.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
 

@@ -3,7 +3,7 @@ import { Duration, Effect, Option, Schema } from "effect"
 import { makeId, SurveyId, WebhookId, webhookId as asWebhookId, WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { DisabledReason } from "../Domain/Webhook.js"
-import { SubscribableEventType } from "../Events/Event.js"
+import { SubscribableEventType } from "../Domain/Event.js"
 
 /** A configured endpoint: survey-scoped, or workspace-wide when `surveyId` is null. */
 export const WebhookRow = Schema.Struct({
