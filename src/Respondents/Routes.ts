@@ -34,7 +34,7 @@ const messagePage = (status: number, code: string, title: string, message: strin
 /** A refused page load: 429 (its `Retry-After` is set by the limiter) or 503, as a page or as JSON. */
 const refusedLoad = (error: RateLimited | ServiceUnavailable) =>
   error._tag === "RateLimited"
-    ? messagePage(429, "rate_limited", "Too many requests", `${error.message} Please try again in a moment.`)
+    ? messagePage(429, "rate_limited", "Too many requests", error.message)
     : messagePage(503, "service_unavailable", "Please try again", error.message)
 
 const notAccepting = (survey: SurveyRow) =>
