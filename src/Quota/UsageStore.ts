@@ -180,7 +180,10 @@ export const UsageStoreSql = Layer.effect(
     const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
       Effect.gen(function*() {
         const reloaded = new Map<string, StoredUsage>()
-        for (const { accountId, windowMs } of accounts) {
+        // Rows are locked in one order in every process: two batches holding the same counters
+        // (an address's and a survey's) in opposite orders would otherwise deadlock.
+        const inLockOrder = [...accounts].sort((x, y) => (x.accountId < y.accountId ? -1 : x.accountId > y.accountId ? 1 : 0))
+        for (const { accountId, windowMs } of inLockOrder) {
           const locked = yield* lockDay({ accountId, day: utcDay(now) })
           if (!decider.current(accountId, locked.count)) reloaded.set(accountId, yield* loadRows(accountId, now, windowMs))
         }
