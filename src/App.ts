@@ -39,8 +39,10 @@ import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
 import { busyTimeoutMs, ExportSqlLive, SqlLive } from "./Sql/Database.js"
+import { SqlDialectLive } from "./Sql/Dialect.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
 import { Reader } from "./Sql/Reader.js"
+import { Transactions } from "./Sql/Transactions.js"
 import { SurveysLive } from "./Surveys/Http.js"
 import { TelemetryLive, tracingEnabled } from "./Telemetry/Telemetry.js"
 import { SurveyAccess } from "./Surveys/SurveyAccess.js"
@@ -59,8 +61,11 @@ import { WebhookRepo } from "./Webhooks/WebhookRepo.js"
 // themselves; this file says what provides it. Tests build the same graph with parts swapped
 // (test/support/TestServer.ts).
 
-/** The SQLite database, migrated, and the request-path reader connection. Needs `AppConfig`. */
-export const DatabaseLive = Reader.Default.pipe(Layer.provideMerge(MigrationsLive), Layer.provideMerge(SqlLive))
+/** The database (SQLite or PostgreSQL), migrated, with its dialect, transactions and the request-path reader. Needs `AppConfig`. */
+export const DatabaseLive = Layer.mergeAll(Reader.Default, SqlDialectLive, Transactions.Default).pipe(
+  Layer.provideMerge(MigrationsLive),
+  Layer.provideMerge(SqlLive)
+)
 
 /** Every repository: one part of the database each. Needs the database and `AppConfig`. */
 export const RepositoriesLive = Layer.mergeAll(

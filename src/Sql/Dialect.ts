@@ -1,5 +1,5 @@
-import type { SqlClient, SqlError } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
+import { Context, Effect, Layer } from "effect"
 
 /**
  * The two databases the service runs on. Statements are written once with `?` placeholders
@@ -86,3 +86,51 @@ export const readSettled = <A, E, R>(
     ? Effect.flatMap(read, (first) =>
       foundNew(first) ? Effect.zipRight(sql.unsafe(`LOCK TABLE ${table} IN SHARE MODE`), read) : Effect.succeed(first))
     : read
+
+/**
+ * What differs between the two databases, chosen once when the database layer is built. A
+ * repository asks this service instead of branching on the client; feature services and handlers
+ * never see it.
+ */
+export interface SqlDialectShape {
+  readonly kind: Dialect
+  /** ` FOR UPDATE OF alias` on PostgreSQL; nothing on SQLite, where a write transaction already excludes every other writer. */
+  readonly lockRows: (alias: string) => Statement.Fragment
+  /** `text` with `?` placeholders as the database expects it (numbered on PostgreSQL). */
+  readonly positional: (text: string) => string
+  /** `read` on a log table by position, never passing over a row still being written (see `readSettled`). */
+  readonly readSettled: <A, E, R>(
+    table: LogTable,
+    read: Effect.Effect<A, E, R>,
+    foundNew: (result: A) => boolean
+  ) => Effect.Effect<A, E | SqlError.SqlError, R>
+  /**
+   * `sqlite` or `pg`, whichever is this database: for the few statements a repository keeps in
+   * two forms (each written whole rather than assembled from fragments).
+   */
+  readonly choose: <A>(forms: { readonly sqlite: () => A; readonly pg: () => A }) => A
+}
+
+export class SqlDialect extends Context.Tag("Sql/SqlDialect")<SqlDialect, SqlDialectShape>() {}
+
+const sqliteDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
+  kind: "sqlite",
+  lockRows: () => sql``,
+  positional: (text) => text,
+  readSettled: (_table, read) => read,
+  choose: (forms) => forms.sqlite()
+})
+
+const pgDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
+  kind: "pg",
+  lockRows: (alias) => sql.literal(` FOR UPDATE OF ${alias}`),
+  positional: toNumbered,
+  readSettled: (table, read, foundNew) => readSettled(sql, table, read, foundNew),
+  choose: (forms) => forms.pg()
+})
+
+/** The dialect of the service's `SqlClient`. */
+export const SqlDialectLive: Layer.Layer<SqlDialect, never, SqlClient.SqlClient> = Layer.effect(
+  SqlDialect,
+  Effect.map(SqlClient.SqlClient, (sql) => dialectOf(sql) === "pg" ? pgDialect(sql) : sqliteDialect(sql))
+)
