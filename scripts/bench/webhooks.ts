@@ -304,14 +304,20 @@ const program = Effect.gen(function*() {
   console.log(table)
   console.log()
   console.log(notes)
-  // The sections after the table (from the first `## ` heading) are written by hand and kept.
-  const docs = join(import.meta.dirname, "..", "..", "docs", "performance-webhooks.md")
+  // The table goes between its markers in the performance page; the rest of the page is written by hand and kept.
+  const docs = join(import.meta.dirname, "..", "..", "docs", "performance.md")
   const previous = existsSync(docs) ? readFileSync(docs, "utf8") : ""
-  const kept = previous.indexOf("\n## ") >= 0 ? previous.slice(previous.indexOf("\n## ")) : ""
+  const begin = "<!-- bench:webhooks:begin -->"
+  const end = "<!-- bench:webhooks:end -->"
+  const from = previous.indexOf(begin)
+  const to = previous.indexOf(end)
   const command = withPostgres ? "bun run bench:webhooks --database postgres" : "bun run bench:webhooks"
+  const block = `${begin}\nProduced by \`${command}\` (scripts/bench/webhooks.ts); the latest run:\n\n${table}\n\n${notes}\n${end}`
   writeFileSync(
     docs,
-    `# Webhook delivery performance\n\nProduced by \`${command}\` (scripts/bench/webhooks.ts); the latest run:\n\n${table}\n\n${notes}\n\nTargets: at least 1,000 deliveries/s draining; p99 under 1 s at 100 events/s.\n${kept}`
+    from >= 0 && to > from
+      ? previous.slice(0, from) + block + previous.slice(to + end.length)
+      : `${previous.trimEnd()}\n\n## Webhook delivery\n\n${block}\n`
   )
 })
 
