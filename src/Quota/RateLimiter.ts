@@ -1,6 +1,5 @@
-import { HttpServerRequest } from "@effect/platform"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Runtime } from "effect"
-import { setAnswerHeaders } from "../Http/RequestId.js"
+import { addAnswerHeaders } from "../Http/RequestId.js"
 import { quotaRefusals } from "../Telemetry/Metrics.js"
 import { KeyAdmission } from "../Auth/Authorization.js"
 import type { ApiKeyContext } from "../Auth/CurrentKey.js"
@@ -28,7 +27,7 @@ export interface RateLimiterShape {
   /**
    * Counts the request against its key creator's quota, or refuses it with 429. Sets the
    * `RateLimit-*` headers (and `Retry-After` on 429) on the answer to the HTTP request being
-   * served (src/Http/RequestId.ts, `setAnswerHeaders`). Fails with 503 when the count cannot be
+   * served (src/Http/RequestId.ts, `addAnswerHeaders`). Fails with 503 when the count cannot be
    * stored; the request then counts nowhere.
    */
   readonly admit: (key: ApiKeyContext) => Effect.Effect<void, RateLimited | ServiceUnavailable>
@@ -65,8 +64,6 @@ export interface LimiterOptions {
 /** A request waiting for its batch's decision. */
 interface Waiting {
   readonly key: Admittee
-  /** The HTTP request being served, whose answer gets the `RateLimit-*` headers. */
-  readonly request: HttpServerRequest.HttpServerRequest | undefined
   readonly resume: (answer: Effect.Effect<void, RateLimited | ServiceUnavailable>) => void
 }
 
@@ -189,22 +186,21 @@ export const makeRateLimiterWith = (options: LimiterOptions) => Effect.gen(funct
         }
         const { decisions } = outcome.value
         let limited = 0
-        batch.waiting.forEach(({ request, resume }, i) => {
+        batch.waiting.forEach(({ resume }, i) => {
           const decision = decisions[i]
           if (decision === undefined) return resume(Effect.dieMessage("a batch answered fewer decisions than requests"))
           if (decision._tag === "Admitted") {
-            if (request !== undefined && options.answerHeaders) setAnswerHeaders(request, headersOf(decision.headers))
-            return resume(Effect.void)
+            return resume(options.answerHeaders ? addAnswerHeaders(headersOf(decision.headers)) : Effect.void)
           }
           limited += 1
-          if (request !== undefined && options.answerHeaders) {
-            setAnswerHeaders(request, headersOf(decision.headers, decision.retryAfterSeconds))
-          }
+          const refused = new RateLimited({
+            message: `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
+            retryAfterSeconds: decision.retryAfterSeconds
+          })
           resume(
-            new RateLimited({
-              message: `Request quota exhausted; retry in ${decision.retryAfterSeconds} s.`,
-              retryAfterSeconds: decision.retryAfterSeconds
-            })
+            options.answerHeaders
+              ? Effect.zipRight(addAnswerHeaders(headersOf(decision.headers, decision.retryAfterSeconds)), refused)
+              : refused
           )
         })
         return limited === 0 ? Effect.void : Metric.incrementBy(refusedLimited, limited)
@@ -227,19 +223,16 @@ export const makeRateLimiterWith = (options: LimiterOptions) => Effect.gen(funct
 
   // On every request's path: no span of its own, the request's span covers it. The request that
   // opens a batch schedules it; every request waits for its batch's decision, and its answer
-  // gets the headers through the request being served (`setAnswerHeaders`).
+  // headers are added by its own fiber when it resumes (`addAnswerHeaders`).
   const admit = (key: Admittee): Effect.Effect<void, RateLimited | ServiceUnavailable> =>
-    Effect.withFiberRuntime((fiber) => {
-      const request = Context.getOrElse(fiber.currentContext, HttpServerRequest.HttpServerRequest, () => undefined)
-      return Effect.async<void, RateLimited | ServiceUnavailable>((resume) => {
-        let batch = open
-        if (batch === undefined) {
-          const opened: Batch = { waiting: [], due: false }
-          setImmediate(() => due(opened))
-          open = batch = opened
-        }
-        batch.waiting.push({ key, request, resume })
-      })
+    Effect.async<void, RateLimited | ServiceUnavailable>((resume) => {
+      let batch = open
+      if (batch === undefined) {
+        const opened: Batch = { waiting: [], due: false }
+        setImmediate(() => due(opened))
+        open = batch = opened
+      }
+      batch.waiting.push({ key, resume })
     })
 
   /**
