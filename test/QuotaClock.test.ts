@@ -37,7 +37,8 @@ const at = (iso: string) => TestClock.setTime(Date.parse(iso))
 
 const variants = [
   ["in memory", () => RateLimiter.layerMemory],
-  ["in SQLite", () => RateLimiter.layer.pipe(Layer.provide(TestDatabase()))]
+  ["in SQLite", () => RateLimiter.layer.pipe(Layer.provide(TestDatabase()))],
+  ["beside an in-memory database", () => RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath: ":memory:" })))]
 ] as const
 
 for (const [name, limiterLayer] of variants) {

@@ -2,7 +2,7 @@ import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, HashMap, Logger } from "effect"
 import { Drain } from "../src/Background/Drain.js"
-import { withRequestId } from "../src/Http/RequestId.js"
+import { addAnswerHeaders, withRequestId } from "../src/Http/RequestId.js"
 import { serveMiddleware } from "../src/Http/Server.js"
 
 /** The service's outer middleware around an app that logs, with a logger that keeps each line's requestId. */
@@ -59,6 +59,35 @@ describe("request ids", () => {
       expect(lines).toEqual([{ message: ["unhandled error"], requestId: "failing-request-1" }])
     } finally {
       await dispose()
+    }
+  })
+
+  it("are answered beside the headers added while the request was served, whatever answered it", async () => {
+    const added = Effect.zipRight(
+      addAnswerHeaders({ "ratelimit-limit": "5", "ratelimit-remaining": "4" }),
+      addAnswerHeaders({ "ratelimit-remaining": "3", "retry-after": "7" })
+    )
+    const answered = serving(Effect.zipRight(added, Effect.as(Effect.log("served"), HttpServerResponse.text("ok"))))
+    const failed = serving(Effect.zipRight(added, Effect.die(new Error("boom"))))
+    try {
+      for (const { handler } of [answered, failed]) {
+        const answer = await handler(new Request("http://localhost/x", { headers: { "x-request-id": "headers-request-1" } }))
+        expect([...answer.headers.entries()].filter(([name]) => name !== "content-type" && name !== "content-length")).toEqual([
+          ["ratelimit-limit", "5"],
+          ["ratelimit-remaining", "3"],
+          ["retry-after", "7"],
+          ["x-request-id", "headers-request-1"]
+        ])
+      }
+      const other = await answered.handler(new Request("http://localhost/x"))
+      expect(other.headers.has("ratelimit-limit")).toBe(true)
+      const plain = serving(HttpServerResponse.text("ok"))
+      const none = await plain.handler(new Request("http://localhost/x"))
+      expect(none.headers.has("ratelimit-limit")).toBe(false)
+      await plain.dispose()
+    } finally {
+      await answered.dispose()
+      await failed.dispose()
     }
   })
 

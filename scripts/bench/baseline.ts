@@ -24,7 +24,7 @@ import { randomBase62 } from "../../src/Domain/Ids.js"
 import { AccountUsage, type RateLimitHeaders } from "../../src/Quota/AccountUsage.js"
 import { medianOf } from "../../src/Analytics/Median.js"
 import { nextUtcMidnight, utcDay, utcMonth } from "../../src/Quota/Calendar.js"
-import { addBurstSql, addDailySql, openQuotaFile, quotaFilePath } from "../../src/Quota/QuotaFile.js"
+import { addBurstSql, addDailySql, openQuotaFile, quotaFilePath } from "../../src/Quota/QuotaFileSql.js"
 
 interface Key {
   readonly id: string
@@ -216,7 +216,7 @@ const authenticate = (request: Request, requestId: string): Key => {
 // behind every 500 ms in one transaction with the same SQL, so a crash loses at most that much.
 // While a write fails, requests answer 503 and count nowhere, as in the service.
 // The usage tables are in the quota file beside the database file, as the service keeps them
-// (src/Quota/QuotaFile.ts): a write there leaves the page cache of the connection that reads the
+// (src/Quota/QuotaFileSql.ts): a write there leaves the page cache of the connection that reads the
 // responses alone. `survey-service migrate` creates it; the benchmark runs that first.
 
 if (!existsSync(quotaFilePath(args.db))) throw new Error(`${quotaFilePath(args.db)} is missing: run survey-service migrate first`)

@@ -10,7 +10,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
-import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
+import { quotaFilePath } from "../../src/Quota/QuotaFileSql.js"
 import {
   type BenchQuestion,
   buildBinary,
@@ -76,7 +76,7 @@ try {
     log(`generated ${small + large} responses in ${fmt((performance.now() - t) / 1000)} s`)
     mkdirSync(join(root, ".bench"), { recursive: true })
     renameSync(dbPath, cached)
-    // The request quota's counters live in a file beside the database (src/Quota/QuotaFile.ts):
+    // The request quota's counters live in a file beside the database (src/Quota/QuotaFileSql.ts):
     // it moves with it, or the next run on the cached file starts without it.
     rmSync(quotaFilePath(cached), { force: true })
     if (existsSync(quotaFilePath(dbPath))) renameSync(quotaFilePath(dbPath), quotaFilePath(cached))

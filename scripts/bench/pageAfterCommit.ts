@@ -17,7 +17,7 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { SurveyId } from "../../src/Domain/Ids.js"
-import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
+import { quotaFilePath } from "../../src/Quota/QuotaFileSql.js"
 import { pageStatement } from "../../src/Responses/ResponseRepo.js"
 import { surveyId } from "./Dataset.js"
 

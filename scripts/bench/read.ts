@@ -16,7 +16,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameS
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, DEEP_SURVEY, DEEP_TOKEN, deepPosition, surveyId, writeDataset } from "./Dataset.js"
-import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
+import { quotaFilePath } from "../../src/Quota/QuotaFileSql.js"
 import { cpuTime, freePort, requireWrk, sleep, spawnedProcesses } from "./Processes.js"
 
 const { values: flags } = parseArgs({

@@ -12,7 +12,7 @@ import { type Drain, Listener } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { redactSecretUrls } from "../Telemetry/SecretUrls.js"
 import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
-import { answerHeadersOf, requestIdOf } from "./RequestId.js"
+import { answerHeaders, assignRequestId } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
   HttpServerResponse.unsafeJson({ code, message }, { status })
@@ -69,7 +69,7 @@ const stopping = HttpServerResponse.setHeaders(
 
 /**
  * Outermost middleware: a request id on every answer (and, through `withRequestId`, in every
- * log line) with the headers set for the request while it was served (`setAnswerHeaders`: the
+ * log line) with the headers added for the request while it was served (`addAnswerHeaders`: the
  * request quota's), and the documented error body for whatever the API's own encoder did not answer.
  * Each request is work in flight that a drain waits for; once the process drains, new requests
  * (`/healthz` included, so that a load balancer stops sending) answer 503 and close the connection.
@@ -78,18 +78,17 @@ export const serveMiddleware = <E, R>(
   app: HttpApp.Default<E, R>,
   drain: Drain
 ): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const requestId = requestIdOf(request)
-    const answer = drain.isDraining()
-      ? Effect.succeed(stopping)
-      : drain.track(Effect.catchAllCause(app, unhandled(request)))
-    return Effect.map(answer, (response) => {
-      const added = answerHeadersOf(request)
-      return added === undefined
-        ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
-        : HttpServerResponse.setHeaders(response, { ...added, "x-request-id": requestId })
-    })
-  })
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.flatMap(assignRequestId(request), (requestId) => {
+      const answer = drain.isDraining()
+        ? Effect.succeed(stopping)
+        : drain.track(Effect.catchAllCause(app, unhandled(request)))
+      return Effect.flatMap(answer, (response) =>
+        Effect.map(answerHeaders, (added) =>
+          added === undefined
+            ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
+            : HttpServerResponse.setHeaders(response, { ...added, "x-request-id": requestId })))
+    }))
 
 /**
  * `serveMiddleware` when telemetry is exported: the request's span (made by the server) also

@@ -4,7 +4,7 @@ import { isIP } from "node:net"
 import type { QuotaPlan } from "../Auth/CurrentKey.js"
 import { AppConfig, DEFAULT_RESPONDENT_LIMITS } from "../Config.js"
 import { RateLimited, type ServiceUnavailable } from "../Domain/Errors.js"
-import { setAnswerHeaders } from "../Http/RequestId.js"
+import { addAnswerHeaders } from "../Http/RequestId.js"
 import { makeRateLimiterWith } from "../Quota/RateLimiter.js"
 import { UsageStore } from "../Quota/UsageStore.js"
 
@@ -77,16 +77,16 @@ export class RespondentLimits extends Effect.Service<RespondentLimits>()("Respon
     const hops = config.trustProxyHops ?? 0
 
     const admit = (accountId: string, quota: QuotaPlan, what: string) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        Effect.catchTag(limiter.admit({ accountId, quota }), "RateLimited", (refused) => {
-          setAnswerHeaders(request, { "retry-after": String(refused.retryAfterSeconds) })
-          return Effect.fail(
+      Effect.catchTag(limiter.admit({ accountId, quota }), "RateLimited", (refused) =>
+        Effect.zipRight(
+          addAnswerHeaders({ "retry-after": String(refused.retryAfterSeconds) }),
+          Effect.fail(
             new RateLimited({
               message: `Too many requests ${what}; retry in ${refused.retryAfterSeconds} s.`,
               retryAfterSeconds: refused.retryAfterSeconds
             })
           )
-        }))
+        ))
 
     return {
       /** Counts the request against its client address, or refuses it (429, with `Retry-After`). */

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, type HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
@@ -7,7 +7,7 @@ import { InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { SurveyResponse } from "../Domain/Response.js"
 import type { SurveyId } from "../Domain/Ids.js"
 import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
-import { answerHeadersOf, setAnswerHeaders } from "../Http/RequestId.js"
+import { addAnswerHeaders } from "../Http/RequestId.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
 import { ExportSql } from "../Sql/Database.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
@@ -37,10 +37,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     })
 
     /** The refusal of an export beyond the bounds carries `Retry-After` beside the quota's headers. */
-    const retryLater = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      Effect.sync(() =>
-        setAnswerHeaders(request, { ...answerHeadersOf(request), "retry-after": String(EXPORT_RETRY_AFTER_SECONDS) })
-      ))
+    const retryLater = addAnswerHeaders({ "retry-after": String(EXPORT_RETRY_AFTER_SECONDS) })
 
     const exportCsv = Effect.fnUntraced(function*(surveyId: SurveyId, filters: typeof ResponseExportParams.Type) {
       // Held in the request's scope, which the server closes when the body's stream ends: read to

@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { AppConfig } from "../../src/Config.js"
-import { quotaFilePath } from "../../src/Quota/QuotaFile.js"
+import { quotaFilePath } from "../../src/Quota/QuotaFileSql.js"
 import { DEFAULT_POOL, pgClientOptions } from "../../src/Sql/Database.js"
 
 /**
@@ -41,7 +41,7 @@ export const elsewhereRows = (statement: string) => rowsElsewhere(statement, (pa
 
 /**
  * `elsewhereRows` on the request quota's tables: on SQLite in the quota file beside the database
- * file (src/Quota/QuotaFile.ts), on PostgreSQL in the database.
+ * file (src/Quota/QuotaFileSql.ts), on PostgreSQL in the database.
  */
 export const quotaRowsElsewhere = (statement: string) => rowsElsewhere(statement, quotaFilePath)
 

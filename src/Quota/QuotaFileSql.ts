@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite"
 import { existsSync } from "node:fs"
 import { num } from "../Sql/Rows.js"
+import { utcMonth } from "./Calendar.js"
 
 /**
  * On SQLite the request quota's counters live in a database file of their own beside the
@@ -12,7 +13,7 @@ import { num } from "../Sql/Rows.js"
  * The file holds the same `usage_daily` and `usage_burst` tables as the main file had (migration
  * 0006), and `taken_over_daily` / `taken_over_burst`: how much of each row of the main file's
  * usage tables has been added here (see `takeOver`). This module imports nothing of Effect, so the
- * raw read benchmark's baseline uses it too.
+ * raw read benchmark's baseline uses it too; the store over it is src/Quota/QuotaFileStore.ts.
  */
 export const quotaFilePath = (databasePath: string): string => `${databasePath}-quota`
 
@@ -50,6 +51,13 @@ export interface QuotaFile {
   readonly db: Database
   /** False when this call created the file. */
   readonly existed: boolean
+}
+
+/** The counters of an in-memory database: in memory beside it, gone with the process as it is. */
+export const openQuotaMemory = (): Database => {
+  const db = new Database(":memory:")
+  for (const statement of layout) db.exec(statement)
+  return db
 }
 
 /**
@@ -93,6 +101,17 @@ export const addDailySql = `INSERT INTO usage_daily (account_id, day, count) VAL
 /** Adds `count` requests to an account's millisecond of the burst window: (account_id, at_ms, count). */
 export const addBurstSql = `INSERT INTO usage_burst (account_id, at_ms, count) VALUES (?, ?, ?)
   ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
+
+/**
+ * The rows of the main file's usage tables a start looks at again: the days of the
+ * previous and the current UTC month, the burst rows of the last day. Older rows matter to no
+ * limit; a process of an earlier version writes only current ones.
+ */
+export const recentRows = (now: number) => {
+  const month = new Date(Date.parse(`${utcMonth(now)}-01T00:00:00.000Z`))
+  month.setUTCMonth(month.getUTCMonth() - 1)
+  return { dailyFrom: `${utcMonth(month.getTime())}-01`, burstAfter: now - 86_400_000 }
+}
 
 /** A row of the main file's `usage_daily` (account, UTC day, count). */
 export type DailyRow = readonly [accountId: string, day: string, count: number]

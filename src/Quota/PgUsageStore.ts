@@ -1,0 +1,124 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { isDatabaseUnavailable, isPgPoolExhausted } from "../Sql/Busy.js"
+import type { StoredUsage } from "./AccountUsage.js"
+import { utcDay, utcMonth } from "./Calendar.js"
+import { aggregate, pruning, storeBusy, storedUsage } from "./UsageRows.js"
+import type { BatchAccount, Decider, UsageCounts, UsageStoreShape } from "./UsageStore.js"
+
+const Count = Schema.Struct({ count: Schema.Number })
+const BurstRow = Schema.Struct({ atMs: Schema.Number, count: Schema.Number })
+const AccountDay = Schema.Struct({ accountId: Schema.String, day: Schema.String })
+const AccountAfter = Schema.Struct({ accountId: Schema.String, after: Schema.Number })
+
+/**
+ * The counters in the service's PostgreSQL database, through its client: a batch's transaction
+ * locks each account's day row, so no other process decides for the account meanwhile.
+ */
+export const makePgUsageStore = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const lastPruned = new Map<string, number>()
+
+  const busyOrDie = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+    Effect.catchAll(effect, (error) =>
+      // No pooled connection came free: the limiter answers it as such (src/Quota/RateLimiter.ts).
+      isDatabaseUnavailable(error) && !isPgPoolExhausted(error) ? Effect.fail(storeBusy()) : Effect.die(error))
+
+  const dayCount = SqlSchema.findOne({
+    Request: AccountDay,
+    Result: Count,
+    execute: ({ accountId, day }) => sql`SELECT count FROM usage_daily WHERE account_id = ${accountId} AND day = ${day}`
+  })
+  const monthCount = SqlSchema.single({
+    Request: Schema.Struct({ accountId: Schema.String, month: Schema.String }),
+    Result: Count,
+    execute: ({ accountId, month }) =>
+      sql`SELECT COALESCE(SUM(count), 0) AS count FROM usage_daily
+            WHERE account_id = ${accountId} AND day >= ${`${month}-01`} AND day <= ${`${month}-31`}`
+  })
+  const burstRows = SqlSchema.findAll({
+    Request: AccountAfter,
+    Result: BurstRow,
+    execute: ({ accountId, after }) =>
+      sql`SELECT at_ms, count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after} ORDER BY at_ms`
+  })
+  const burstCount = SqlSchema.single({
+    Request: AccountAfter,
+    Result: Count,
+    execute: ({ accountId, after }) =>
+      sql`SELECT COALESCE(SUM(count), 0) AS count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after}`
+  })
+  // A write, so that the row stays locked until commit.
+  const lockDay = SqlSchema.single({
+    Request: AccountDay,
+    Result: Count,
+    execute: ({ accountId, day }) =>
+      sql`INSERT INTO usage_daily (account_id, day, count) VALUES (${accountId}, ${day}, 0)
+            ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count
+            RETURNING count`
+  })
+
+  const todayCount = (accountId: string, now: number) =>
+    Effect.map(dayCount({ accountId, day: utcDay(now) }), (row) => row._tag === "Some" ? row.value.count : 0)
+
+  const loadRows = (accountId: string, now: number, windowMs: number) =>
+    Effect.gen(function*() {
+      const today = yield* todayCount(accountId, now)
+      const thisMonth = yield* monthCount({ accountId, month: utcMonth(now) })
+      const rows = yield* burstRows({ accountId, after: now - windowMs })
+      return storedUsage(today, thisMonth.count, rows)
+    })
+
+  const counts = (accountId: string, now: number, windowMs: number) =>
+    Effect.gen(function*() {
+      const today = yield* todayCount(accountId, now)
+      const thisMonth = yield* monthCount({ accountId, month: utcMonth(now) })
+      const inBurst = yield* burstCount({ accountId, after: now - windowMs })
+      return { today, thisMonth: thisMonth.count, inBurst: inBurst.count } satisfies UsageCounts
+    }).pipe(busyOrDie, Effect.withSpan("UsageStore.counts"))
+
+  const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
+    Effect.gen(function*() {
+      const reloaded = new Map<string, StoredUsage>()
+      // Rows are locked in one order in every process: two batches holding the same counters
+      // (an address's and a survey's) in opposite orders would otherwise deadlock.
+      const inLockOrder = [...accounts].sort((x, y) => (x.accountId < y.accountId ? -1 : x.accountId > y.accountId ? 1 : 0))
+      for (const { accountId, windowMs } of inLockOrder) {
+        const locked = yield* lockDay({ accountId, day: utcDay(now) })
+        if (!decider.current(accountId, locked.count)) reloaded.set(accountId, yield* loadRows(accountId, now, windowMs))
+      }
+      const { days, stamps, windows } = aggregate(decider.decide(reloaded))
+      const prune = pruning(lastPruned, windows, now)
+      if (days.length > 0) {
+        yield* sql`INSERT INTO usage_daily ${sql.insert(days)}
+            ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`
+        yield* sql`INSERT INTO usage_burst ${sql.insert(stamps)}
+            ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
+      }
+      for (const p of prune) {
+        yield* sql`DELETE FROM usage_burst WHERE account_id = ${p.accountId} AND at_ms <= ${p.before}`
+      }
+      return prune
+    }).pipe(
+      sql.withTransaction,
+      busyOrDie,
+      Effect.map((prune) => prune.forEach((p) => lastPruned.set(p.accountId, now))),
+      Effect.withSpan("UsageStore.settle")
+    )
+
+  const forget = (prefix: string, now: number, burstBefore: number) =>
+    Effect.gen(function*() {
+      const days = yield* sql`DELETE FROM usage_daily WHERE account_id LIKE ${`${prefix}%`} AND day < ${utcDay(now)}
+          RETURNING account_id`
+      const stamps = yield* sql`DELETE FROM usage_burst WHERE account_id LIKE ${`${prefix}%`} AND at_ms <= ${burstBefore}
+          RETURNING account_id`
+      return days.length + stamps.length
+    }).pipe(busyOrDie, Effect.withSpan("UsageStore.forget"))
+
+  return {
+    dayCount: (accountId, now) => busyOrDie(todayCount(accountId, now)),
+    counts,
+    settle,
+    forget
+  } satisfies UsageStoreShape
+})
