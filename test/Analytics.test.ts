@@ -1,28 +1,19 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer } from "effect"
 import { SurveyId } from "../src/Domain/Ids.js"
 import { Aggregator, AggregatorLive } from "../src/Analytics/Aggregator.js"
 import { Analytics } from "../src/Domain/Analytics.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, get, TestServer } from "./support/TestServer.js"
+import { TestServer } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
 
-/** The body as the API encodes it: plain objects, comparable with `toEqual`. */
-const Body = Schema.encodedSchema(Analytics)
-type Body = typeof Body.Type
-
-/** `data` is decoded when read, so that error answers can be checked by status and body. */
 const analytics = (surveyId = "srv_main", token: string = TOKENS.editor) =>
-  Effect.map(get(`/api/v1/surveys/${surveyId}/analytics`, token), (res) => ({
-    ...res,
-    get data() {
-      return bodyOf(Body, res)
-    }
-  }))
+  Effect.flatMap(clientFor(token), (api) => api.analytics.get({ path: { id: SurveyId.make(surveyId) } }))
 
-const question = (body: Body, id: string) => {
+const question = (body: Analytics, id: string) => {
   const found = body.questions.find((q) => q.id === id)
   if (found === undefined) throw new Error(`no analytics for ${id}`)
   return found
@@ -34,11 +25,10 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
   it.effect("answers zeros before the aggregator ran, then the imported responses", () =>
     Effect.gen(function*() {
       const before = yield* analytics()
-      expect(before.status).toBe(200)
-      expect(before.data.responseCount).toBe(0)
-      expect(before.data.completionRate).toBeNull()
-      expect(before.data.questions.map((q) => q.id)).toEqual(["q_text", "q_pick", "q_rank", "q_num"])
-      expect(question(before.data, "q_num").numeric).toEqual({
+      expect(before.responseCount).toBe(0)
+      expect(before.completionRate).toBeNull()
+      expect(before.questions.map((q) => q.id)).toEqual(["q_text", "q_pick", "q_rank", "q_num"])
+      expect(question(before, "q_num").numeric).toEqual({
         count: 0,
         mean: 0,
         median: null,
@@ -48,7 +38,7 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
       })
 
       yield* catchUp
-      const { data } = yield* analytics()
+      const data = yield* analytics()
       expect(data.responseCount).toBe(3)
       expect(data.completedCount).toBe(2)
       expect(data.incompleteCount).toBe(1)
@@ -105,7 +95,7 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
         answers: [{ questionId: "q_pick", values: ["b", "c"] }, { questionId: "q_num", values: ["8"] }]
       })
       yield* catchUp
-      const { data } = yield* analytics()
+      const data = yield* analytics()
       expect([data.responseCount, data.completedCount, data.incompleteCount]).toEqual([3, 3, 0])
       expect(question(data, "q_pick").options.map((o) => o.count)).toEqual([1, 1, 2])
       expect(question(data, "q_rank").skippedCount).toBe(1)
@@ -114,7 +104,7 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
       expect(numeric?.standardDeviation).toBeCloseTo(Math.sqrt(578), 9)
       // Running again changes nothing: every change is applied once.
       yield* catchUp
-      expect((yield* analytics()).data).toEqual(data)
+      expect(yield* analytics()).toEqual(data)
     }))
 
   it.effect("rebuilds a survey whose questions were deleted or moved", () =>
@@ -125,22 +115,22 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
       yield* sql`UPDATE questions SET position = 1 WHERE id = 'q_num'`
       const rebuilt = yield* Effect.flatMap(Aggregator, (a) => a.sweepLayouts())
       expect(rebuilt).toBe(1)
-      const { data } = yield* analytics()
+      const data = yield* analytics()
       expect(data.questions.map((q) => q.id)).toEqual(["q_num", "q_pick", "q_rank"])
       const fromScratch = yield* Effect.flatMap(Aggregator, (a) => a.rebuild(SurveyId.make("srv_main")))
       expect(fromScratch).toBe(3)
-      expect((yield* analytics()).data).toEqual(data)
+      expect(yield* analytics()).toEqual(data)
     }))
 
   it.effect("answers 401, 403 and 404 like the other survey endpoints", () =>
     Effect.gen(function*() {
-      expect((yield* get("/api/v1/surveys/srv_main/analytics")).status).toBe(401)
-      const limited = yield* analytics("srv_draft", TOKENS.limited)
-      expect(limited.status).toBe(403)
-      expect(limited.body).toMatchObject({ code: "forbidden" })
-      expect((yield* analytics("srv_other")).status).toBe(404)
-      expect((yield* analytics("srv_trashed")).status).toBe(404)
-      expect((yield* analytics("srv_main", TOKENS.viewer)).status).toBe(200)
+      const anonymous = yield* clientFor()
+      const unauthorized = yield* Effect.flip(anonymous.analytics.get({ path: { id: SurveyId.make("srv_main") } }))
+      expect(unauthorized._tag).toBe("Unauthorized")
+      expect((yield* Effect.flip(analytics("srv_draft", TOKENS.limited)))._tag).toBe("Forbidden")
+      expect((yield* Effect.flip(analytics("srv_other")))._tag).toBe("NotFound")
+      expect((yield* Effect.flip(analytics("srv_trashed")))._tag).toBe("NotFound")
+      expect(yield* analytics("srv_main", TOKENS.viewer)).toBeInstanceOf(Analytics)
     }))
 })
 
@@ -149,7 +139,7 @@ layer(TestServer(baseFixture))("the background aggregator", (it) => {
     Effect.gen(function*() {
       yield* Layer.launch(AggregatorLive).pipe(Effect.forkScoped)
       yield* advance("1 second")
-      expect((yield* analytics()).data.responseCount).toBe(3)
+      expect((yield* analytics()).responseCount).toBe(3)
       yield* writeResponse({
         id: "rsp_new",
         surveyId: "srv_main",
@@ -158,7 +148,7 @@ layer(TestServer(baseFixture))("the background aggregator", (it) => {
         answers: [{ questionId: "q_text", values: ["later"] }]
       })
       yield* advance("1 second")
-      const { data } = yield* analytics()
+      const data = yield* analytics()
       expect(data.responseCount).toBe(4)
       expect(question(data, "q_text").textAnswerCount).toBe(2)
     }).pipe(Effect.scoped))

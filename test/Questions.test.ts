@@ -1,14 +1,16 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { TestServer } from "./support/TestServer.js"
 
 layer(TestServer(baseFixture))("questions", (it) => {
   it.effect("returns every question in survey order, never sections or deleted questions", () =>
     Effect.gen(function*() {
-      const res = yield* get("/api/v1/surveys/srv_main/questions", TOKENS.editor)
-      expect(res.status).toBe(200)
-      expect(res.body).toEqual({
+      const api = yield* clientFor(TOKENS.editor)
+      const list = yield* api.questions.list({ path: { id: SurveyId.make("srv_main") } })
+      expect(list).toEqual({
         data: [
           { id: "q_text", type: "textarea", label: "Say something", required: false, allowMultiple: false, order: 2, options: [] },
           {
@@ -36,8 +38,10 @@ layer(TestServer(baseFixture))("questions", (it) => {
 
   it.effect("a survey without questions answers an empty list; unknown surveys 404", () =>
     Effect.gen(function*() {
-      expect((yield* get("/api/v1/surveys/srv_draft/questions", TOKENS.editor)).body).toEqual({ data: [] })
-      expect((yield* get("/api/v1/surveys/srv_trashed/questions", TOKENS.editor)).status).toBe(404)
-      expect((yield* get("/api/v1/surveys/srv_other/questions", TOKENS.editor)).status).toBe(404)
+      const api = yield* clientFor(TOKENS.editor)
+      const questions = (id: string) => api.questions.list({ path: { id: SurveyId.make(id) } })
+      expect(yield* questions("srv_draft")).toEqual({ data: [] })
+      expect((yield* Effect.flip(questions("srv_trashed")))._tag).toBe("NotFound")
+      expect((yield* Effect.flip(questions("srv_other")))._tag).toBe("NotFound")
     }))
 })

@@ -1,19 +1,22 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
-import { ResponsePage } from "../src/Responses/Api.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { ResponsePage, ResponsePageParams } from "../src/Responses/Api.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, decodeAs, get, TestServer } from "./support/TestServer.js"
+import { get, TestServer } from "./support/TestServer.js"
 
-/** A page of responses as the API encodes it. */
-const PageBody = Schema.encodedSchema(ResponsePage)
-
-const ids = (page: unknown) => decodeAs(PageBody, page).data.map((r) => r.id)
+const main = { id: SurveyId.make("srv_main") }
+const responseOf = (survey: string, response: string) => ({
+  path: { id: SurveyId.make(survey), responseId: ResponseId.make(response) }
+})
 
 layer(TestServer(baseFixture))("responses", (it) => {
   it.effect("one response with every field, answers in question order, deleted questions last with null ids", () =>
     Effect.gen(function*() {
+      // Raw: the exact wire form, no field more; the typed client would drop one it does not know.
       const res = yield* get("/api/v1/surveys/srv_main/responses/rsp_1", TOKENS.editor)
       expect(res.status).toBe(200)
       expect(res.body).toEqual({
@@ -36,8 +39,9 @@ layer(TestServer(baseFixture))("responses", (it) => {
 
   it.effect("an incomplete response has completed false and completedAt null; a single choice is a plain value", () =>
     Effect.gen(function*() {
-      const res = yield* get("/api/v1/surveys/srv_main/responses/rsp_2", TOKENS.editor)
-      expect(res.body).toMatchObject({
+      const api = yield* clientFor(TOKENS.editor)
+      const response = yield* api.responses.get(responseOf("srv_main", "rsp_2"))
+      expect(response).toMatchObject({
         completed: false,
         completedAt: null,
         externalUserId: null,
@@ -47,25 +51,26 @@ layer(TestServer(baseFixture))("responses", (it) => {
 
   it.effect("404 for a response of another survey or a missing one", () =>
     Effect.gen(function*() {
-      expect((yield* get("/api/v1/surveys/srv_draft/responses/rsp_1", TOKENS.editor)).status).toBe(404)
-      expect((yield* get("/api/v1/surveys/srv_main/responses/rsp_nope", TOKENS.editor)).status).toBe(404)
-      expect((yield* get("/api/v1/surveys/srv_other/responses/rsp_1", TOKENS.editor)).status).toBe(404)
+      const api = yield* clientFor(TOKENS.editor)
+      for (const [survey, response] of [["srv_draft", "rsp_1"], ["srv_main", "rsp_nope"], ["srv_other", "rsp_1"]] as const) {
+        const error = yield* Effect.flip(api.responses.get(responseOf(survey, response)))
+        expect(error._tag, `${survey}/${response}`).toBe("NotFound")
+      }
     }))
 
   it.effect("lists oldest first and filters by status and createdAfter (inclusive)", () =>
     Effect.gen(function*() {
-      const path = "/api/v1/surveys/srv_main/responses"
-      expect(ids((yield* get(path, TOKENS.editor)).body)).toEqual(["rsp_1", "rsp_2", "rsp_3"])
-      expect(ids((yield* get(`${path}?status=all`, TOKENS.editor)).body)).toEqual(["rsp_1", "rsp_2", "rsp_3"])
-      expect(ids((yield* get(`${path}?status=completed`, TOKENS.editor)).body)).toEqual(["rsp_1", "rsp_3"])
-      expect(ids((yield* get(`${path}?status=incomplete`, TOKENS.editor)).body)).toEqual(["rsp_2"])
-      expect(ids((yield* get(`${path}?createdAfter=2026-01-11T00:00:00.000Z`, TOKENS.editor)).body))
-        .toEqual(["rsp_2", "rsp_3"])
+      const api = yield* clientFor(TOKENS.editor)
+      const ids = (urlParams: typeof ResponsePageParams.Type) =>
+        Effect.map(api.responses.list({ path: main, urlParams }), (page) => page.data.map((r) => r.id))
+      expect(yield* ids({})).toEqual(["rsp_1", "rsp_2", "rsp_3"])
+      expect(yield* ids({ status: "all" })).toEqual(["rsp_1", "rsp_2", "rsp_3"])
+      expect(yield* ids({ status: "completed" })).toEqual(["rsp_1", "rsp_3"])
+      expect(yield* ids({ status: "incomplete" })).toEqual(["rsp_2"])
+      expect(yield* ids({ createdAfter: "2026-01-11T00:00:00.000Z" })).toEqual(["rsp_2", "rsp_3"])
       // The same instant with another offset, and without milliseconds.
-      expect(ids((yield* get(`${path}?createdAfter=2026-01-11T01:00:00%2B01:00`, TOKENS.editor)).body))
-        .toEqual(["rsp_2", "rsp_3"])
-      expect(ids((yield* get(`${path}?createdAfter=2026-01-11T00:00:00.001Z&status=completed`, TOKENS.editor)).body))
-        .toEqual(["rsp_3"])
+      expect(yield* ids({ createdAfter: "2026-01-11T01:00:00+01:00" })).toEqual(["rsp_2", "rsp_3"])
+      expect(yield* ids({ createdAfter: "2026-01-11T00:00:00.001Z", status: "completed" })).toEqual(["rsp_3"])
     }))
 
   it.effect("bad filters answer 400 invalid_request naming the parameter", () =>
@@ -89,19 +94,23 @@ layer(TestServer(baseFixture))("responses", (it) => {
 
   it.effect("a cursor is bound to its survey and filter", () =>
     Effect.gen(function*() {
-      const path = "/api/v1/surveys/srv_main/responses"
-      const page = bodyOf(PageBody, yield* get(`${path}?limit=1&status=completed`, TOKENS.editor))
+      const api = yield* clientFor(TOKENS.editor)
+      const page = yield* api.responses.list({ path: main, urlParams: { limit: 1, status: "completed" } })
       expect(page.nextCursor).not.toBeNull()
       const cursor = page.nextCursor ?? ""
-      expect(ids((yield* get(`${path}?limit=1&status=completed&cursor=${cursor}`, TOKENS.editor)).body)).toEqual([
-        "rsp_3"
-      ])
-      expect((yield* get(`${path}?limit=1&status=all&cursor=${cursor}`, TOKENS.editor)).status).toBe(400)
-      expect((yield* get(`/api/v1/surveys/srv_draft/responses?cursor=${cursor}`, TOKENS.editor)).status).toBe(400)
+      const next = yield* api.responses.list({ path: main, urlParams: { limit: 1, status: "completed", cursor } })
+      expect(next.data.map((r) => r.id)).toEqual(["rsp_3"])
+      const otherFilter = yield* Effect.flip(api.responses.list({ path: main, urlParams: { limit: 1, status: "all", cursor } }))
+      expect(otherFilter._tag).toBe("InvalidRequest")
+      const otherSurvey = yield* Effect.flip(
+        api.responses.list({ path: { id: SurveyId.make("srv_draft") }, urlParams: { cursor } })
+      )
+      expect(otherSurvey._tag).toBe("InvalidRequest")
     }))
 })
 
 const walkSurvey = "srv_walk"
+const walk = { id: SurveyId.make(walkSurvey) }
 const walkFixture: FixtureInput = {
   ...baseFixture,
   surveys: [...(baseFixture.surveys ?? []), {
@@ -127,12 +136,15 @@ layer(TestServer(walkFixture))("cursor walk", (it) => {
   it.effect("sees every response exactly once while new ones arrive mid-walk", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const api = yield* clientFor(TOKENS.editor)
       const seen: Array<string> = []
       let cursor: string | null = null
       let inserted = 0
       for (let pageNo = 0; pageNo < 100; pageNo++) {
-        const query: string = cursor === null ? "limit=7" : `limit=7&cursor=${cursor}`
-        const page = bodyOf(PageBody, yield* get(`/api/v1/surveys/${walkSurvey}/responses?${query}`, TOKENS.editor))
+        const page: typeof ResponsePage.Type = yield* api.responses.list({
+          path: walk,
+          urlParams: cursor === null ? { limit: 7 } : { limit: 7, cursor }
+        })
         seen.push(...page.data.map((r) => r.id))
         if (pageNo % 5 === 0 && inserted < 30) {
           // A response started now sorts after everything that exists.
@@ -154,11 +166,14 @@ layer(TestServer(walkFixture))("cursor walk", (it) => {
 
   it.effect("a filtered walk sees exactly the matching responses", () =>
     Effect.gen(function*() {
+      const api = yield* clientFor(TOKENS.editor)
       const seen: Array<string> = []
       let cursor: string | null = null
       for (let pageNo = 0; pageNo < 100; pageNo++) {
-        const query: string = `status=completed&limit=100${cursor === null ? "" : `&cursor=${cursor}`}`
-        const page = bodyOf(PageBody, yield* get(`/api/v1/surveys/${walkSurvey}/responses?${query}`, TOKENS.editor))
+        const page: typeof ResponsePage.Type = yield* api.responses.list({
+          path: walk,
+          urlParams: cursor === null ? { status: "completed", limit: 100 } : { status: "completed", limit: 100, cursor }
+        })
         expect(page.data.every((r) => r.completed)).toBe(true)
         seen.push(...page.data.map((r) => r.id))
         cursor = page.nextCursor
