@@ -2,7 +2,7 @@
  * The wire form of a response's answers (api-v1 `Answer`), from stored answer rows and the
  * survey's questions as they are now. Plain functions with no imports, shared by the read path,
  * the writers that store each response's rendered answers (`responses.answers_json`, see
- * src/Responses/AnswerDocuments.ts) and the benchmark scripts.
+ * src/Responses/AnswerDocumentRepo.ts) and the benchmark scripts.
  */
 
 /** A stored answer beside its question's current state (null type: deleted, a section, or unknown). */
