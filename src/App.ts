@@ -37,6 +37,7 @@ import { RespondentRoutes } from "./Respondents/Routes.js"
 import { ExportSlots } from "./Responses/ExportSlots.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
+import { ResponseDeletionRepo } from "./Responses/ResponseDeletionRepo.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
 import { busyTimeoutMs, ExportSqlLive, SqlLive } from "./Sql/Database.js"
 import { SqlDialectLive } from "./Sql/Dialect.js"
@@ -73,6 +74,7 @@ export const RepositoriesLive = Layer.mergeAll(
   SurveyRepo.Default,
   QuestionRepo.Default,
   ResponseRepo.Default,
+  ResponseDeletionRepo.Default,
   AggregateRepo.Default,
   WebhookRepo.Default,
   Redelivery.Default,
