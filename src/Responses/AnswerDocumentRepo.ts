@@ -1,4 +1,4 @@
-/** Stored renderings of answers: `bun run bench:read` measures them, test/AnswerDocuments.test.ts guards them (docs/architecture.md#measured-shortcuts). */
+// Stored renderings of answers: `bun run bench:read` measures them, test/AnswerDocuments.test.ts guards them (docs/architecture.md#measured-shortcuts).
 import type { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { AnswerColumns, answersOfResponsesIn } from "./AnswerSql.js"

@@ -1,3 +1,4 @@
+// Answers as JSON text by concatenation: `bun run bench:read` measures it, test/WireEncoding.test.ts guards it (docs/architecture.md#measured-shortcuts).
 /**
  * The wire form of a response's answers (api-v1 `Answer`), from stored answer rows and the
  * survey's questions as they are now. Plain functions with no imports, shared by the read path,

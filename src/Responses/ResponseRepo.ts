@@ -1,3 +1,4 @@
+// The responses' reads, written out pre-encoded: `bun run bench:read` measures them, test/WireEncoding.test.ts and test/QueryPlans.test.ts guard them (docs/architecture.md#measured-shortcuts).
 import type { SqlError } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
