@@ -34,11 +34,13 @@ import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPu
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
 import { ResponseWriter } from "./Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
+import { CsvExportRepo } from "./Responses/CsvExportRepo.js"
 import { ExportSlots } from "./Responses/ExportSlots.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
+import { ResponseDeletionRepo } from "./Responses/ResponseDeletionRepo.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
-import { busyTimeoutMs, ExportSqlLive, SqlLive } from "./Sql/Database.js"
+import { busyTimeoutMs, SqlLive } from "./Sql/Database.js"
 import { SqlDialectLive } from "./Sql/Dialect.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
 import { Reader } from "./Sql/Reader.js"
@@ -73,6 +75,8 @@ export const RepositoriesLive = Layer.mergeAll(
   SurveyRepo.Default,
   QuestionRepo.Default,
   ResponseRepo.Default,
+  ResponseDeletionRepo.Default,
+  CsvExportRepo.Default,
   AggregateRepo.Default,
   WebhookRepo.Default,
   Redelivery.Default,
@@ -95,8 +99,7 @@ export const ServicesLive = Layer.mergeAll(
   Aggregator.Default,
   ResponseDeletion.Default,
   Drain.Default,
-  ExportSlots.Default,
-  ExportSqlLive
+  ExportSlots.Default
 )
 
 /** What a graph may have swapped: tests replace these with their own. */

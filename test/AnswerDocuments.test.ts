@@ -3,7 +3,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { importFixtureInput } from "../src/Fixtures/Import.js"
 import { ResponsePage } from "../src/Responses/Api.js"
-import { refreshAnswerDocuments } from "../src/Responses/AnswerDocuments.js"
+import { refreshAnswerDocuments } from "../src/Responses/AnswerDocumentRepo.js"
 import { storedRendering } from "./support/AnswerDocuments.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
@@ -11,7 +11,7 @@ import { bodyOf, get, testDatabase, TestServer } from "./support/TestServer.js"
 
 /**
  * The responses list answers each response's stored rendering of its answers while it is current
- * (src/Responses/AnswerDocuments.ts). These tests guard that shortcut: the rendering equals the
+ * (src/Responses/AnswerDocumentRepo.ts). These tests guard that shortcut: the rendering equals the
  * answers assembled from their rows, a change of answers or questions by any writer is never
  * answered from a stale rendering, and the list's bytes stay the schema's encoding either way.
  */

@@ -7,6 +7,7 @@ import { surveyBranch } from "../src/Analytics/SnapshotSql.js"
 import { SurveyId } from "../src/Domain/Ids.js"
 import { Idempotency, storedKey } from "../src/Http/Idempotency.js"
 import { csvStream } from "../src/Responses/Csv.js"
+import { CsvExportRepo } from "../src/Responses/CsvExportRepo.js"
 import { named, text } from "../src/Sql/Rows.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { get, TestServer } from "./support/TestServer.js"
@@ -101,7 +102,7 @@ layer(TestServer(baseFixture))("stored analytics of the wrong shape", (it) => {
 layer(TestServer(baseFixture))("an exported answer of the wrong shape", (it) => {
   it.effect("the export dies naming the question's column instead of writing the value as text", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const exports = yield* CsvExportRepo
       const request = {
         surveyId: "srv_main",
         questions: [{ id: "q_text", type: "textarea", label: "Say something" }],
@@ -110,7 +111,7 @@ layer(TestServer(baseFixture))("an exported answer of the wrong shape", (it) => 
         updatedAfter: undefined
       } as const
       const decoder = new TextDecoder()
-      const exported = (yield* Stream.runCollect(csvStream(sql, request))).pipe((chunks) =>
+      const exported = (yield* Stream.runCollect(csvStream(exports, request))).pipe((chunks) =>
         [...chunks].map((bytes) => decoder.decode(bytes)).join("")
       )
       expect(exported.split("\r\n")[1]).toMatch(/^rsp_1,srv_main,user-1,true,.*,hello$/)
@@ -119,7 +120,7 @@ layer(TestServer(baseFixture))("an exported answer of the wrong shape", (it) => 
         pg: ["ALTER TABLE answers ALTER COLUMN value TYPE INTEGER USING length(value)"],
         sqlite: ["UPDATE answers SET value = X'68' WHERE response_id = 'rsp_1' AND question_id = 'q_text'"]
       })
-      const defect = yield* defectOf(Stream.runCollect(csvStream(sql, request)))
+      const defect = yield* defectOf(Stream.runCollect(csvStream(exports, request)))
       expect(defect).toMatch(/Column answers\.value \(q_text\): expected text or null, got (number|object)/)
     }))
 })

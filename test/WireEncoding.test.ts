@@ -7,7 +7,7 @@ import { SurveyResponse } from "../src/Domain/Response.js"
 import { Survey, SurveyStatus } from "../src/Domain/Survey.js"
 import { pageJson } from "../src/Http/PreEncoded.js"
 import { ApiQuestionColumns, apiQuestionRowOf, questionWire } from "../src/Questions/QuestionRepo.js"
-import { parseStoredValues } from "../src/Responses/AnswerDocuments.js"
+import { parseStoredValues } from "../src/Responses/AnswerDocumentRepo.js"
 import { answersByResponse, answersJson } from "../src/Responses/AnswerWire.js"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { assemble, assembleJson, ListedColumns, renderedItems } from "../src/Responses/ResponseRepo.js"
@@ -234,7 +234,7 @@ describe("pre-encoded wire builders equal the declared schema's encoding", () =>
 
   it.prop("a page of responses, from stored renderings and from answer rows", [listedCase], ([[rows, answers, cursor]]) => {
     const expected = JSON.stringify(Schema.encodeSync(ResponsePage)({ data: assemble(rows, answers), nextCursor: cursor }))
-    // The stored rendering of each response's answers, as AnswerDocuments writes it.
+    // The stored rendering of each response's answers, as AnswerDocumentRepo writes it.
     const byResponse = answersByResponse(answers)
     const listed = rows.map((row) =>
       valueRow(ListedColumns, {

@@ -128,7 +128,7 @@ export const bulkResponses = (
     "INSERT INTO responses (id, survey_id, external_user_id, completed, completed_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
   )
   const insertAnswer = db.prepare("INSERT INTO answers (response_id, question_id, value, \"values\") VALUES (?, ?, ?, ?)")
-  // The response's rendering of its answers (src/Responses/AnswerDocuments.ts), as the service's writers store it.
+  // The response's rendering of its answers (src/Responses/AnswerDocumentRepo.ts), as the service's writers store it.
   const render = db.prepare(
     "UPDATE responses SET answers_json = ?, answers_layout = (SELECT answer_layout FROM surveys WHERE id = ?) WHERE id = ?"
   )

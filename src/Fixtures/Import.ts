@@ -4,7 +4,7 @@ import { hashToken } from "../Auth/Token.js"
 import { storedValue } from "../Domain/AnswerValue.js"
 import { StoredQuestionType } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
-import { refreshAnswerDocuments } from "../Responses/AnswerDocuments.js"
+import { refreshAnswerDocuments } from "../Responses/AnswerDocumentRepo.js"
 import { Fixture, type FixtureInput } from "./Fixture.js"
 
 export interface ImportSummary {

@@ -1,8 +1,9 @@
+// Answers as JSON text by concatenation: `bun run bench:read` measures it, test/WireEncoding.test.ts guards it (docs/architecture.md#measured-shortcuts).
 /**
  * The wire form of a response's answers (api-v1 `Answer`), from stored answer rows and the
  * survey's questions as they are now. Plain functions with no imports, shared by the read path,
  * the writers that store each response's rendered answers (`responses.answers_json`, see
- * src/Responses/AnswerDocuments.ts) and the benchmark scripts.
+ * src/Responses/AnswerDocumentRepo.ts) and the benchmark scripts.
  */
 
 /** A stored answer beside its question's current state (null type: deleted, a section, or unknown). */

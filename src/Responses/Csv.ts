@@ -1,11 +1,9 @@
+// The CSV export's stream and its collections: `bun run bench:csv` measures them, test/Csv.test.ts guards them (docs/architecture.md#measured-shortcuts).
 import { HttpServerResponse } from "@effect/platform"
 import { edenGC } from "bun:jsc"
-import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Option, Stream } from "effect"
-import type { ResponseStatusFilter } from "../Domain/Response.js"
-import { attachmentDisposition, csvLine, type CsvQuestion, type CsvRowReads, headerOf, isFreeText, rowLine } from "./CsvText.js"
-import { positional } from "../Sql/Dialect.js"
-import { column, nullableText, type Row, rowShape } from "../Sql/Rows.js"
+import type { CsvExport, CsvExportRepo, ExportPosition } from "./CsvExportRepo.js"
+import { attachmentDisposition, csvLine, headerOf } from "./CsvText.js"
 
 /**
  * The CSV export of decisions §6: RFC 4180 (comma, CRLF, quotes doubled), UTF-8 without BOM,
@@ -13,25 +11,9 @@ import { column, nullableText, type Row, rowShape } from "../Sql/Rows.js"
  * memory stays flat whatever the survey's size.
  */
 
-export interface CsvExport {
-  readonly surveyId: string
-  readonly questions: ReadonlyArray<CsvQuestion>
-  readonly status: ResponseStatusFilter
-  readonly createdAfter: string | undefined
-  /** Only responses changed at or after it; the export keeps its createdAt order. */
-  readonly updatedAfter: string | undefined
-}
-
-const pageSize = 1000
-
 /**
- * CSV text after which the export collects its garbage. Each page is garbage once it is written,
- * but JavaScriptCore sizes its heap to the machine's memory, so an export of 1,000,000 responses
- * grew the binary to ≈ 200 MB before the garbage went. A young-generation collection (`edenGC`)
- * after every MiB (about five pages) frees the pages just written, and every eighth collection is
- * a full one for what got older meanwhile: the peak stays near 125 MB for 1,000,000 responses,
- * and the export spends about a quarter less CPU than with a full collection after every MiB
- * (docs/performance.md). Each collection pauses the server for a few milliseconds.
+ * CSV text after which the export collects its garbage: a young-generation collection, and a
+ * full one every eighth time (docs/architecture.md#measured-shortcuts).
  */
 const collectAfterBytes = 1024 * 1024
 const fullCollectionEvery = 8
@@ -47,58 +29,12 @@ const cutShort = () => {
   return error
 }
 
-interface Position {
-  readonly createdAt: string
-  readonly id: string
-}
-
-/** A response's own columns of an export row; one answer per question follows them. */
-const ExportColumns = rowShape({
-  id: column.text("r.id"),
-  externalUserId: column.nullableText("r.external_user_id"),
-  completed: column.map(column.num("r.completed"), (completed) => completed === 1),
-  completedAt: column.nullableText("r.completed_at"),
-  createdAt: column.text("r.created_at")
-})
-const answersFrom = Object.keys(ExportColumns.fields).length
-
-/** The export's reads: typed, each naming its column when a cell holds something else. */
-const exportReads = (questions: ReadonlyArray<CsvQuestion>): CsvRowReads<Row> => {
-  const names = questions.map((q) => `answers.value (${q.id})`)
-  return {
-    ...ExportColumns.at,
-    answer: (row, i) => nullableText(row, answersFrom + i, names[i] ?? "answers.value")
-  }
-}
-
 /** The export as a byte stream, one chunk per keyset page. */
-export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stream<Uint8Array> => {
+export const csvStream = (exports: CsvExportRepo, req: CsvExport): Stream.Stream<Uint8Array> => {
   const encoder = new TextEncoder()
-  const freeText = req.questions.map((q) => isFreeText(q.type))
-  // One correlated lookup per question keeps each row a single result row (answers are keyed by response).
-  const reads = exportReads(req.questions)
-  const cells = req.questions.map((_, i) =>
-    `(SELECT value FROM answers a WHERE a.response_id = r.id AND a.question_id = ?) AS c${i}`
-  )
-  const select = `SELECT ${ExportColumns.columns}` +
-    (cells.length > 0 ? `, ${cells.join(", ")}` : "") + ` FROM responses r WHERE r.survey_id = ?` +
-    (req.status === "all" ? "" : ` AND r.completed = ${req.status === "completed" ? 1 : 0}`) +
-    (req.createdAfter === undefined ? "" : " AND r.created_at >= ?") +
-    (req.updatedAfter === undefined ? "" : " AND r.updated_at >= ?")
-  const baseParams = [
-    ...req.questions.map((q) => q.id),
-    req.surveyId,
-    ...(req.createdAfter === undefined ? [] : [req.createdAfter]),
-    ...(req.updatedAfter === undefined ? [] : [req.updatedAfter])
-  ]
-  const first = `${select} ORDER BY r.created_at, r.id LIMIT ${pageSize}`
-  const next = `${select} AND (r.created_at, r.id) > (?, ?) ORDER BY r.created_at, r.id LIMIT ${pageSize}`
-
-  const page = (after: Option.Option<Position>) =>
-    Option.match(after, {
-      onNone: () => sql.unsafe(positional(sql, first), baseParams).values,
-      onSome: (p) => sql.unsafe(positional(sql, next), [...baseParams, p.createdAt, p.id]).values
-    }).pipe(Effect.catchAll((error) =>
+  const read = exports.pagesOf(req)
+  const page = (after: Option.Option<ExportPosition>) =>
+    read(after).pipe(Effect.catchAll((error) =>
       Effect.zipRight(
         Effect.logWarning("CSV export cut short: a page failed", {
           surveyId: req.surveyId,
@@ -110,30 +46,24 @@ export const csvStream = (sql: SqlClient.SqlClient, req: CsvExport): Stream.Stre
 
   let sinceCollection = 0
   let collections = 0
-  const pages = Stream.paginateChunkEffect(Option.none<Position>(), (after) =>
-    Effect.map(page(after), (rows): readonly [Chunk.Chunk<Uint8Array>, Option.Option<Option.Option<Position>>] => {
-      let out = ""
-      for (const row of rows) out += rowLine(reads, req.surveyId, freeText, row)
-      sinceCollection += out.length
+  const pages = Stream.paginateChunkEffect(Option.none<ExportPosition>(), (after) =>
+    Effect.map(page(after), ({ lines, next }): readonly [Chunk.Chunk<Uint8Array>, Option.Option<Option.Option<ExportPosition>>] => {
+      sinceCollection += lines.length
       if (sinceCollection >= collectAfterBytes) {
         sinceCollection = 0
         collections++
         if (collections % fullCollectionEvery === 0) Bun.gc(true)
         else edenGC()
       }
-      const last = rows[rows.length - 1]
-      const more = rows.length === pageSize && last !== undefined
-        ? Option.some(Option.some({ createdAt: ExportColumns.at.createdAt(last), id: ExportColumns.at.id(last) }))
-        : Option.none()
-      return [rows.length === 0 ? Chunk.empty() : Chunk.of(encoder.encode(out)), more]
+      return [lines.length === 0 ? Chunk.empty() : Chunk.of(encoder.encode(lines)), Option.map(next, Option.some)]
     }))
 
   return Stream.concat(Stream.succeed(encoder.encode(csvLine(headerOf(req.questions)))), pages)
 }
 
 /** The download: `text/csv` with an attachment name of `<surveyId>-responses.csv`. */
-export const csvResponse = (sql: SqlClient.SqlClient, req: CsvExport) =>
-  HttpServerResponse.stream(csvStream(sql, req), {
+export const csvResponse = (exports: CsvExportRepo, req: CsvExport) =>
+  HttpServerResponse.stream(csvStream(exports, req), {
     contentType: "text/csv; charset=utf-8",
     headers: { "content-disposition": attachmentDisposition(`${req.surveyId}-responses.csv`) }
   })

@@ -2,7 +2,7 @@ import type { QuestionType } from "../Domain/Question.js"
 
 /**
  * The text of the CSV export (decisions §6): fields, header and lines. Plain functions with no
- * runtime imports, shared by the export (src/Responses/Csv.ts) and the raw exporter of the CSV
+ * runtime imports, shared by the export (src/Responses/CsvExportRepo.ts) and the raw exporter of the CSV
  * benchmark.
  */
 
@@ -44,7 +44,7 @@ export const csvLine = (fields: ReadonlyArray<string>): string => fields.map(csv
 
 /**
  * How the cells of an export row are read: the export reads each with a typed column read
- * (src/Responses/Csv.ts), the raw exporter of the CSV benchmark as they come.
+ * (src/Responses/CsvExportRepo.ts), the raw exporter of the CSV benchmark as they come.
  */
 export interface CsvRowReads<Row> {
   readonly id: (row: Row) => string

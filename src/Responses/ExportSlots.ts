@@ -1,7 +1,7 @@
 import { Effect, type Scope, SubscriptionRef } from "effect"
 import { AppConfig } from "../Config.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
-import { exportConcurrency } from "../Sql/Database.js"
+import { CsvExportRepo } from "./CsvExportRepo.js"
 
 /** Exports one account streams at once in a process when `EXPORT_CONCURRENCY_PER_ACCOUNT` is not set. */
 export const DEFAULT_EXPORT_CONCURRENCY_PER_ACCOUNT = 2
@@ -33,13 +33,13 @@ const adding = (held: HeldSlots, accountId: string, n: number): HeldSlots => {
  * `EXPORT_CONCURRENCY_PER_ACCOUNT` of one account (the key's creator, as the quota counts) in it.
  * Both refusals are 503 `service_unavailable` with `Retry-After`: a 429 would be a request the quota
  * must not count, and the quota has already counted it when the export is refused.
- * Each export reads its pages on a connection of its own (`ExportSql`, src/Sql/Database.ts), so
- * the bound is also what keeps that connection's queue, or PostgreSQL's export pool, short.
+ * Each export reads its pages on a connection of its own (CsvExportRepo), so the bound is also
+ * what keeps that connection's queue, or PostgreSQL's export pool, short.
  */
 export class ExportSlots extends Effect.Service<ExportSlots>()("Responses/ExportSlots", {
   effect: Effect.gen(function*() {
     const config = yield* AppConfig
-    const perProcess = exportConcurrency(config)
+    const perProcess = (yield* CsvExportRepo).concurrency
     const perAccount = config.exportConcurrencyPerAccount ?? DEFAULT_EXPORT_CONCURRENCY_PER_ACCOUNT
     const held = yield* SubscriptionRef.make(none)
 

@@ -1,3 +1,4 @@
+// The responses' handlers; the list is pre-encoded: `bun run bench:read` measures it, test/WireEncoding.test.ts guards it (docs/architecture.md#measured-shortcuts).
 import { HttpApiBuilder, type HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
@@ -9,10 +10,10 @@ import type { SurveyId } from "../Domain/Ids.js"
 import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
 import { addAnswerHeaders } from "../Http/RequestId.js"
 import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
-import { ExportSql } from "../Sql/Database.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { isCsvList, ResponseExportParams, ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
+import { CsvExportRepo } from "./CsvExportRepo.js"
 import { EXPORT_RETRY_AFTER_SECONDS, ExportSlots } from "./ExportSlots.js"
 import { ResponseDeletion } from "./ResponseDeletion.js"
 import { type ListOrder, ResponseRepo } from "./ResponseRepo.js"
@@ -22,7 +23,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     const access = yield* SurveyAccess
     const responses = yield* ResponseRepo
     const questions = yield* QuestionRepo
-    const exportSql = yield* ExportSql
+    const exports = yield* CsvExportRepo
     const slots = yield* ExportSlots
     const deletion = yield* ResponseDeletion
     /** The survey, once the key may read it and the filters go together. */
@@ -44,7 +45,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       // its end, failed, or cancelled by a client that went away.
       yield* Effect.tapError(slots.hold((yield* CurrentKey).accountId), () => retryLater)
       const columns = (yield* questions.listForSurvey(surveyId)).filter(isApiQuestion)
-      return csvResponse(exportSql, {
+      return csvResponse(exports, {
         surveyId,
         questions: columns,
         status: filters.status ?? "all",
@@ -63,9 +64,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     return handlers
       .handle("exportCsv", ({ path, urlParams }) =>
         Effect.zipRight(filtered(path.id, urlParams), exportCsv(path.id, urlParams)))
-      // The most called read: a chain of effects rather than a generator. JavaScriptCore compiled
-      // this handler's generator body again two or three times a second under load, and ran it
-      // unoptimized in between (docs/performance.md, "Sixth round").
+      // A chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
       .handle("list", ({ path, urlParams }) =>
         Effect.flatMap(filtered(path.id, urlParams), (): Listed => {
           if (isCsvList(urlParams)) return exportCsv(path.id, urlParams)

@@ -1,3 +1,4 @@
+// The responses' reads, written out pre-encoded: `bun run bench:read` measures them, test/WireEncoding.test.ts and test/QueryPlans.test.ts guard them (docs/architecture.md#measured-shortcuts).
 import type { SqlError } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
@@ -5,8 +6,8 @@ import { type ResponseId, responseId, type SurveyId, surveyId } from "../Domain/
 import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, type Row, rowShape, type RowOf } from "../Sql/Rows.js"
-import { parseStoredValues } from "./AnswerDocuments.js"
-import { type AnswerRow, AnswerColumns } from "./AnswerRows.js"
+import { parseStoredValues } from "./AnswerDocumentRepo.js"
+import { type AnswerRow, AnswerColumns } from "./AnswerSql.js"
 import { answersByResponse, answersJson, liveType, responseJson } from "./AnswerWire.js"
 
 /** The columns of a response row, in the order of its wire fields. */
@@ -22,7 +23,7 @@ export type ResponseRow = RowOf<typeof responseFields>
 
 /**
  * A row of the responses list: the response and its stored rendering of `answers` (the JSON text
- * of the array, AnswerDocuments) when that rendering is current, else null. Its `?` is the
+ * of the array, AnswerDocumentRepo) when that rendering is current, else null. Its `?` is the
  * survey id, the list statement's first parameter.
  */
 export const ListedColumns = rowShape({
@@ -97,7 +98,7 @@ export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArra
 /**
  * The JSON text of each response, in the order of `rows`, assembled from answer rows: what the
  * schema's encoding of `assemble` writes, byte for byte (test/WireEncoding.test.ts). A stored
- * rendering is the same text (AnswerDocuments).
+ * rendering is the same text (AnswerDocumentRepo).
  */
 export const assembleJson = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArray<AnswerRow>): Array<string> => {
   const byResponse = answersByResponse(answers)

@@ -8,7 +8,7 @@ const Stored = Schema.Struct({
 
 /**
  * A response's stored rendering of its answers (`responses.answers_json`) and whether it is
- * current, i.e. tagged with its survey's answer_layout (src/Responses/AnswerDocuments.ts).
+ * current, i.e. tagged with its survey's answer_layout (src/Responses/AnswerDocumentRepo.ts).
  */
 export const storedRendering = (responseId: string) =>
   Effect.gen(function*() {

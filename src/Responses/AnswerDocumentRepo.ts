@@ -1,7 +1,7 @@
+// Stored renderings of answers: `bun run bench:read` measures them, test/AnswerDocuments.test.ts guards them (docs/architecture.md#measured-shortcuts).
 import type { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
-import { positional } from "../Sql/Dialect.js"
-import { AnswerColumns, answersOfResponses } from "./AnswerRows.js"
+import { AnswerColumns, answersOfResponsesIn } from "./AnswerSql.js"
 import { answersByResponse, answersJson } from "./AnswerWire.js"
 
 /**
@@ -36,26 +36,22 @@ const batch = 400
 
 /**
  * Renders `answers_json` again for these responses from their answer rows and their surveys'
- * current questions, tagged with each survey's `answer_layout`. Run it inside the transaction
- * that wrote the answers: the rendering and the rows it reads then commit together.
+ * current questions, tagged with each survey's `answer_layout`. A repository that writes answers
+ * runs it on its own client inside the transaction that wrote them: the rendering and the rows
+ * it reads then commit together.
  */
 export const refreshAnswerDocuments = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     for (const part of Arr.chunksOf(Arr.dedupe(ids), batch)) {
-      const rows = yield* sql.unsafe(positional(sql, answersOfResponses(part.length)), part).values
+      const rows = yield* sql`${sql.literal(answersOfResponsesIn)} ${sql.in(part)}`.values
       const byResponse = answersByResponse(rows.map(AnswerColumns.read))
       // A response without answers renders as `[]`; an id with no response row updates nothing.
-      const params: Array<string> = []
-      for (const id of part) {
-        params.push(id, answersJson(byResponse.get(id) ?? [], (a) => parseStoredValues(`${id}/${a.questionId}`, a.values)))
-      }
-      const tuples = Array.from({ length: part.length }, () => "(?, ?)").join(", ")
-      yield* sql.unsafe(
-        positional(sql, `WITH rendered (id, answers_json) AS (VALUES ${tuples})
+      const rendered = part.map((id) =>
+        sql`(${id}, ${answersJson(byResponse.get(id) ?? [], (a) => parseStoredValues(`${id}/${a.questionId}`, a.values))})`
+      )
+      yield* sql`WITH rendered (id, answers_json) AS (VALUES ${sql.join(", ", false)(rendered)})
          UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout
          FROM rendered, surveys s
-         WHERE responses.id = rendered.id AND s.id = responses.survey_id`),
-        params
-      )
+         WHERE responses.id = rendered.id AND s.id = responses.survey_id`
     }
   })

@@ -1,0 +1,155 @@
+import { SqlClient } from "@effect/sql"
+import { Array as Arr, Effect, Schema } from "effect"
+import { EventEnvelope } from "../Domain/Event.js"
+import { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
+import { SqlDialect } from "../Sql/Dialect.js"
+
+const chunk = 500
+
+/** A response about to be deleted, with what its `response.deleted` event and the clean-up need. */
+const Doomed = Schema.Struct({
+  id: ResponseId,
+  surveyId: SurveyId,
+  workspaceId: WorkspaceId,
+  externalUserId: Schema.NullOr(Schema.String)
+})
+export type Doomed = typeof Doomed.Type
+
+/** A stored event that may carry a response, its payload decoded. */
+const StoredEvent = Schema.Struct({ seq: Schema.Number, payload: Schema.parseJson(EventEnvelope) })
+export type StoredEvent = typeof StoredEvent.Type
+const encodePayload = Schema.encodeSync(Schema.parseJson(EventEnvelope))
+
+const SurveyRow = Schema.Struct({ id: SurveyId })
+
+/** Rows decoded with `schema`; a row of another shape is a defect. */
+const decodeAll = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(Schema.Array(schema))
+  return (rows: unknown) => Effect.orDie(decode(rows))
+}
+const decodeDoomed = decodeAll(Doomed)
+const decodeStoredEvents = decodeAll(StoredEvent)
+const decodeSurveys = decodeAll(SurveyRow)
+
+/** Event types whose payload carries a response (older rows may lack `events.response_id`). */
+const responseEventTypes = ["response.completed", "response.created", "response.updated"] as const
+
+/**
+ * The statements of deleting and erasing responses (ResponseDeletion runs them in one
+ * transaction): finding the doomed responses, their rows and what remembers them, the stored
+ * events that carry them, the tokens and embed sessions of an erased person.
+ */
+export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()("Responses/ResponseDeletionRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dialect = yield* SqlDialect
+
+    /**
+     * On PostgreSQL the doomed responses are locked as they are read, so that a save of one of them
+     * in flight (which locks its response too) commits first and its events are among the payloads
+     * reduced, or waits and then finds the response gone (404), instead of writing answers and
+     * events for a response deleted meanwhile. SQLite's one writer already serialises the two.
+     */
+    const locked = dialect.lockRows("r")
+
+    /** One response of a survey of the workspace, locked; none when there is no such response. */
+    const doomedResponse = (input: {
+      readonly workspaceId: WorkspaceId
+      readonly surveyId: SurveyId
+      readonly responseId: ResponseId
+    }) =>
+      sql`
+        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
+        JOIN surveys s ON s.id = r.survey_id
+        WHERE r.id = ${input.responseId} AND r.survey_id = ${input.surveyId} AND s.workspace_id = ${input.workspaceId}${locked}`
+        .pipe(Effect.flatMap(decodeDoomed))
+
+    /** Every response of the workspace carrying the person's `externalUserId` (trashed surveys included), locked. */
+    const doomedOfPerson = (input: { readonly workspaceId: WorkspaceId; readonly externalUserId: string }) =>
+      sql`
+        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
+        JOIN surveys s ON s.id = r.survey_id
+        WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
+        ORDER BY r.survey_id, r.created_at, r.id${locked}`.pipe(Effect.flatMap(decodeDoomed))
+
+    /**
+     * Deletes the person's respondent tokens (those made for the person and those of the person's
+     * embed sessions), then the embed sessions themselves.
+     */
+    const deletePersonTokens = (input: { readonly workspaceId: WorkspaceId; readonly externalUserId: string }) =>
+      Effect.gen(function*() {
+        yield* sql`DELETE FROM respondent_tokens
+          WHERE external_user_id = ${input.externalUserId}
+            AND survey_id IN (SELECT id FROM surveys WHERE workspace_id = ${input.workspaceId})`
+        yield* sql`DELETE FROM respondent_tokens WHERE embed_session_id IN (
+          SELECT id FROM embed_sessions WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId})`
+        yield* sql`DELETE FROM embed_sessions
+          WHERE workspace_id = ${input.workspaceId} AND external_user_id = ${input.externalUserId}`
+      })
+
+    /** Lowers the survey's `responseCount` by `count`, never below 0. */
+    const lowerResponseCount = (surveyId: SurveyId, count: number) =>
+      sql`UPDATE surveys SET response_count = CASE WHEN response_count > ${count} THEN response_count - ${count} ELSE 0 END WHERE id = ${surveyId}`
+
+    /** The stored events linked to one of the responses. */
+    const linkedEvents = (ids: ReadonlyArray<ResponseId>) =>
+      Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
+        sql`SELECT seq, payload FROM events WHERE response_id IN ${sql.in(part)}`.pipe(
+          Effect.flatMap(decodeStoredEvents)
+        )).pipe(Effect.map(Arr.flatten))
+
+    /** The survey's stored response events not linked to their response, stored before events were. */
+    const unlinkedEvents = (surveyId: SurveyId) =>
+      sql`SELECT seq, payload FROM events
+          WHERE survey_id = ${surveyId} AND response_id IS NULL AND type IN ${sql.in(responseEventTypes)}`.pipe(
+        Effect.flatMap(decodeStoredEvents)
+      )
+
+    /** Replaces a stored event's payload. */
+    const replacePayload = (seq: number, payload: EventEnvelope) =>
+      sql`UPDATE events SET payload = ${encodePayload(payload)} WHERE seq = ${seq}`
+
+    /**
+     * Deletes the responses with their answers, their respondents' links to them, and the first
+     * answers of the respondent API remembered for idempotent retries (each names the response it
+     * created; its scope is the respondent token's, scopeText of a "Respondent" scope).
+     */
+    const deleteResponses = (ids: ReadonlyArray<ResponseId>) =>
+      Effect.gen(function*() {
+        for (const id of ids) {
+          yield* sql`DELETE FROM idempotency_keys WHERE body = ${JSON.stringify({ responseId: id })} AND scope IN (
+            SELECT 'respondent:' || token_hash FROM respondent_responses WHERE response_id = ${id})`
+        }
+        for (const part of Arr.chunksOf(ids, chunk)) {
+          yield* sql`DELETE FROM respondent_responses WHERE response_id IN ${sql.in(part)}`
+          yield* sql`DELETE FROM answers WHERE response_id IN ${sql.in(part)}`
+          yield* sql`DELETE FROM responses WHERE id IN ${sql.in(part)}`
+        }
+      })
+
+    /** The ids of the workspace's surveys, trashed ones included. */
+    const surveysOf = (workspaceId: WorkspaceId) =>
+      sql`SELECT id FROM surveys WHERE workspace_id = ${workspaceId}`.pipe(
+        Effect.flatMap(decodeSurveys),
+        Effect.map(Arr.map((row) => row.id))
+      )
+
+    /** Deletes the remembered answers of the scope's requests with these hashes. */
+    const deleteRemembered = (scope: string, requestHashes: ReadonlyArray<string>) =>
+      Effect.forEach(Arr.chunksOf(requestHashes, chunk), (part) =>
+        sql`DELETE FROM idempotency_keys WHERE scope = ${scope} AND request_hash IN ${sql.in(part)}`, { discard: true })
+
+    return {
+      doomedResponse,
+      doomedOfPerson,
+      deletePersonTokens,
+      lowerResponseCount,
+      linkedEvents,
+      unlinkedEvents,
+      replacePayload,
+      deleteResponses,
+      surveysOf,
+      deleteRemembered
+    } as const
+  })
+}) {}
