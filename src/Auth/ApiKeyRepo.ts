@@ -1,3 +1,4 @@
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/AccessChanges.test.ts and test/Auth.test.ts.
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { makeId, SurveyId, workspaceId } from "../Domain/Ids.js"

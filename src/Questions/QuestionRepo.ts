@@ -1,3 +1,4 @@
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Questions.test.ts.
 import { Data, Effect, Schema } from "effect"
 import { parseStoredOptions, Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
 import type { SurveyId } from "../Domain/Ids.js"
@@ -101,10 +102,7 @@ export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/Ques
           Effect.map((rows) => rows.map(questionRowOf)),
           Effect.orDie
         ),
-      /**
-       * The questions the API shows (no sections), in order and in wire form: on the questions
-       * list's path, value rows on the reader's connection (docs/performance.md).
-       */
+      /** The questions the API shows (no sections), in order and in wire form. */
       listWire: (surveyId: SurveyId) =>
         reader.values(apiQuestionsOf, [surveyId]).pipe(
           Effect.map((rows) => rows.map((row) => questionWire(apiQuestionRowOf(row)))),

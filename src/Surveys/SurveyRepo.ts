@@ -1,3 +1,4 @@
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Surveys.test.ts.
 import { SqlClient } from "@effect/sql"
 import { Data, Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
@@ -61,10 +62,7 @@ const withQuestions = `SELECT s.*, ${QuestionColumns.columns}
   LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
   ORDER BY q.position, q.id`
 
-/**
- * A list row straight in wire form: a page of surveys skips the row class, whose construction
- * cost more than the query (docs/performance.md).
- */
+/** A list row straight in wire form: a page of surveys skips the row class. */
 export const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(SurveyColumns.read(row))
 
 export interface ListSurveys {
@@ -79,8 +77,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
     const reader = yield* Reader
     const sql = yield* SqlClient.SqlClient
 
-    // On the path of every survey request: one value row on the reader's connection, read with
-    // typed column reads, which cost a fraction of a Schema class decode (docs/performance.md).
+    // On the path of every survey request: the reader's connection, typed column reads.
     const findById = (id: SurveyId) =>
       Effect.map(reader.values(byId, [id]), (rows) => Option.map(Option.fromNullable(rows[0]), surveyRowOf))
 
