@@ -1,7 +1,7 @@
 // Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Questions.test.ts.
 import { Data, Effect, Schema } from "effect"
 import { parseStoredOptions, Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
-import type { SurveyId } from "../Domain/Ids.js"
+import { type SurveyId, surveyId } from "../Domain/Ids.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
@@ -16,7 +16,7 @@ const flag = (select: string) => column.map(column.num(select), (value) => value
  */
 export const QuestionColumns = rowShape({
   id: column.text("q.id"),
-  surveyId: column.text("q.survey_id"),
+  surveyId: column.map(column.text("q.survey_id"), surveyId),
   type: column.oneOf("q.type", StoredQuestionType.literals),
   label: column.text("q.label"),
   required: flag("q.required"),
