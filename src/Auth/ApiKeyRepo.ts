@@ -1,3 +1,4 @@
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/AccessChanges.test.ts and test/Auth.test.ts.
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { makeId, SurveyId, workspaceId } from "../Domain/Ids.js"
@@ -29,7 +30,7 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
       if (r === undefined) return { _tag: "Unknown" }
       const row = KeyLookupColumns.read(r)
       if (row.role === null) return { _tag: "NotMember" }
-      if (row.apiAccess === 0) return { _tag: "NoApiAccess" }
+      if (!row.apiAccess) return { _tag: "NoApiAccess" }
       const key: ApiKeyContext = {
         keyId: row.id,
         workspaceId: workspaceId(row.workspaceId),
@@ -100,13 +101,19 @@ export class ApiKeyRepo extends Effect.Service<ApiKeyRepo>()("Auth/ApiKeyRepo", 
     const revoke = Effect.fn("ApiKeyRepo.revoke")(function*(tokenOrId: string) {
       const rows = yield* sql`UPDATE api_keys SET revoked = 1
         WHERE (id = ${tokenOrId} OR token_hash = ${hashToken(tokenOrId)}) AND revoked = 0
-        RETURNING id`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
-        Effect.orDie
-      )
+        RETURNING id`.pipe(Effect.orDie)
       return rows.length > 0
     })
 
-    return { lookup, create, revoke } as const
+    /**
+     * Revokes the live keys to the whole of `workspaceId` that these accounts created (keys
+     * limited to some surveys stay).
+     */
+    const revokeUnlimited = (workspaceId: string, accountIds: ReadonlyArray<string>) =>
+      sql`UPDATE api_keys SET revoked = 1
+        WHERE workspace_id = ${workspaceId} AND created_by IN ${sql.in(accountIds)}
+          AND survey_ids IS NULL AND revoked = 0`.pipe(Effect.asVoid, Effect.withSpan("ApiKeyRepo.revokeUnlimited"))
+
+    return { lookup, create, revoke, revokeUnlimited } as const
   })
 }) {}

@@ -1,3 +1,4 @@
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Auth.test.ts.
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { PlanUpgradeRequired, RateLimited, ServiceUnavailable, Unauthorized } from "../Domain/Errors.js"
@@ -34,9 +35,7 @@ export const AuthorizationLive = Layer.effect(
   Effect.gen(function*() {
     const keys = yield* ApiKeyRepo
     const admission = yield* KeyAdmission
-    // On every request's path, so a chain of effects rather than a generator: JavaScriptCore
-    // compiled this check's generator body again two or three times a second under load, and ran
-    // it unoptimized in between (docs/performance.md, "Sixth round").
+    // On every request's path: a chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
     const admitted = (
       found: KeyLookup
     ): Effect.Effect<ApiKeyContext, Unauthorized | PlanUpgradeRequired | RateLimited | ServiceUnavailable> => {

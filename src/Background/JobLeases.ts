@@ -1,8 +1,8 @@
-import { SqlClient } from "@effect/sql"
 import { Cause, Clock, Context, Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { AppConfig, DEFAULT_LEASE_MILLIS } from "../Config.js"
+import { JobLeaseStore } from "./JobLeaseStore.js"
 
 /** This process among the service processes sharing one database: the name its leases carry. */
 export class Instance extends Context.Reference<Instance>()("Background/Instance", {
@@ -31,39 +31,24 @@ export const leaseMillisOf = (config: { readonly workerLeaseMillis?: number | un
  */
 export class JobLeases extends Effect.Service<JobLeases>()("Background/JobLeases", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const store = yield* JobLeaseStore
     const instance = yield* Instance
     const leaseMillis = leaseMillisOf(yield* AppConfig)
-
-    const ensure = (name: string) =>
-      sql`INSERT INTO job_leases (name, holder, lease_until, next_run_at) VALUES (${name}, NULL, 0, 0)
-          ON CONFLICT (name) DO NOTHING`
 
     /** True for the one process that claims the current period of `name`; the next period starts `periodMillis` later. */
     const claimPeriod = Effect.fn("JobLeases.claimPeriod")(function*(name: string, periodMillis: number) {
       const now = yield* Clock.currentTimeMillis
-      yield* ensure(name)
-      const rows = yield* sql`UPDATE job_leases SET next_run_at = ${now + periodMillis}, holder = ${instance.id}
-        WHERE name = ${name} AND next_run_at <= ${now} RETURNING name`
-      return rows.length > 0
-    }, Effect.orDie)
+      return yield* store.claimPeriod(name, instance.id, now, now + periodMillis)
+    })
 
     /** Takes or renews the lease of `name` for this process; false while another process holds it. */
     const hold = Effect.fn("JobLeases.hold")(function*(name: string) {
       const now = yield* Clock.currentTimeMillis
-      yield* ensure(name)
-      const rows = yield* sql`UPDATE job_leases SET holder = ${instance.id}, lease_until = ${now + leaseMillis}
-        WHERE name = ${name} AND (holder = ${instance.id} OR lease_until <= ${now}) RETURNING name`
-      return rows.length > 0
-    }, Effect.orDie)
+      return yield* store.hold(name, instance.id, now, now + leaseMillis)
+    })
 
     /** Gives up this process's lease of `name`, so that another may take the job at once. */
-    const release = (name: string) =>
-      sql`UPDATE job_leases SET holder = NULL, lease_until = 0 WHERE name = ${name} AND holder = ${instance.id}`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        Effect.withSpan("JobLeases.release")
-      )
+    const release = (name: string) => store.release(name, instance.id).pipe(Effect.withSpan("JobLeases.release"))
 
     /**
      * `job` if this process claims the current period of `name`, else nothing: each period's run
@@ -94,5 +79,6 @@ export class JobLeases extends Effect.Service<JobLeases>()("Background/JobLeases
       })
 
     return { claimPeriod, hold, release, oncePerPeriod, whileHeld, leaseMillis, instance: instance.id } as const
-  })
+  }),
+  dependencies: [JobLeaseStore.Default]
 }) {}

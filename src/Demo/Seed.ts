@@ -1,7 +1,8 @@
-import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect } from "effect"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { importFixtureInput } from "../Fixtures/Import.js"
+import { ImportRepo } from "../Fixtures/ImportRepo.js"
+import { Transactions } from "../Sql/Transactions.js"
 import { DEMO_OWNER, DEMO_VIEWER, DEMO_WORKSPACE, demoFixture } from "./DemoData.js"
 
 /**
@@ -11,21 +12,16 @@ import { DEMO_OWNER, DEMO_VIEWER, DEMO_WORKSPACE, demoFixture } from "./DemoData
  * workspace), which nobody can print again.
  */
 export const seedDemo = Effect.fn("Demo.seed")(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const transactions = yield* Transactions
   const keys = yield* ApiKeyRepo
-  const existing = yield* sql`SELECT id FROM workspaces WHERE id = ${DEMO_WORKSPACE}`.pipe(
-    Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String }))))
-  )
-  const seeded = existing.length === 0
+  const seeded = !(yield* (yield* ImportRepo).workspaceExists(DEMO_WORKSPACE))
   if (seeded) {
     yield* importFixtureInput(demoFixture(yield* Clock.currentTimeMillis))
   }
-  return yield* sql.withTransaction(Effect.gen(function*() {
-    yield* sql`UPDATE api_keys SET revoked = 1
-      WHERE workspace_id = ${DEMO_WORKSPACE} AND created_by IN (${DEMO_OWNER}, ${DEMO_VIEWER})
-        AND survey_ids IS NULL AND revoked = 0`
+  return yield* transactions.within(Effect.gen(function*() {
+    yield* keys.revokeUnlimited(DEMO_WORKSPACE, [DEMO_OWNER, DEMO_VIEWER])
     const editor = yield* keys.create({ workspaceId: DEMO_WORKSPACE, accountId: DEMO_OWNER, surveyIds: null })
     const viewer = yield* keys.create({ workspaceId: DEMO_WORKSPACE, accountId: DEMO_VIEWER, surveyIds: null })
     return { seeded, editorToken: editor.token, viewerToken: viewer.token } as const
   }))
-})
+}, Effect.provide(ImportRepo.Default))

@@ -1,11 +1,11 @@
 import { HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Option, Schedule, Schema } from "effect"
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { InvalidRequest } from "../Domain/Errors.js"
-import { column, rowShape } from "../Sql/Rows.js"
+import { Transactions } from "../Sql/Transactions.js"
+import { IdempotencyStore } from "./IdempotencyStore.js"
 
 /** How long the first answer to a request with an `Idempotency-Key` is kept (v1-extensions §X2.4). */
 export const IDEMPOTENCY_WINDOW_MILLIS = 24 * 3_600_000
@@ -67,13 +67,6 @@ export const idempotencyKeyOf = (header: string | undefined): Either.Either<Opti
     : keyShape.test(header)
     ? Either.right(Option.some(header))
     : Either.left(invalidKey("expected 1 to 255 printable ASCII characters"))
-
-/** The stored first answer to a key, as read back for a repeat. */
-const StoredAnswer = rowShape({
-  requestHash: column.text("request_hash"),
-  status: column.num("status"),
-  body: column.text("body")
-})
 
 /** A stored or fresh answer: the status and the exact body text. */
 export interface Answer {
@@ -140,16 +133,8 @@ export const answerResponse = (answer: Answer & { readonly replayed: boolean }) 
  */
 export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-
-    const claim = (scope: string, key: string, hash: string, now: number) =>
-      sql`INSERT INTO idempotency_keys
-          (scope, idempotency_key, request_hash, status, body, created_at)
-        VALUES (${scope}, ${key}, ${hash}, 0, '', ${now})
-        ON CONFLICT (scope, idempotency_key) DO UPDATE SET
-          request_hash = excluded.request_hash, status = 0, body = '', created_at = excluded.created_at
-          WHERE idempotency_keys.created_at <= ${now - IDEMPOTENCY_WINDOW_MILLIS}
-        RETURNING scope`
+    const store = yield* IdempotencyStore
+    const transactions = yield* Transactions
 
     /**
      * Runs `create` once per key and scope within 24 hours: a repeat with the same request gets
@@ -172,39 +157,34 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
       const scope = scopeText(input.scope)
       return Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const claimed = yield* claim(scope, key, input.request, now).pipe(Effect.orDie)
-        if (claimed.length > 0) {
+        const claimed = yield* store.claim(scope, key, input.request, now, now - IDEMPOTENCY_WINDOW_MILLIS)
+        if (claimed) {
           const answer = yield* create
           const body = input.sealed === true ? seal(clearKey, scope, answer.body) : answer.body
-          yield* sql`UPDATE idempotency_keys SET status = ${answer.status}, body = ${body}
-            WHERE scope = ${scope} AND idempotency_key = ${key}`.pipe(Effect.orDie)
+          yield* store.storeAnswer(scope, key, { status: answer.status, body })
           return { ...answer, replayed: false }
         }
-        const stored = yield* sql`SELECT ${sql.literal(StoredAnswer.columns)} FROM idempotency_keys
-          WHERE scope = ${scope} AND idempotency_key = ${key}`.values.pipe(Effect.orDie)
-        if (stored[0] === undefined) return yield* Effect.dieMessage("idempotency key neither claimed nor stored")
-        const first = StoredAnswer.read(stored[0])
+        const stored = yield* store.storedAnswer(scope, key)
+        if (Option.isNone(stored)) return yield* Effect.dieMessage("idempotency key neither claimed nor stored")
+        const first = stored.value
         if (first.requestHash !== input.request) {
           return yield* invalidKey("this key was used in the last 24 hours for another request")
         }
         const body = first.body.startsWith(sealedPrefix) ? unseal(clearKey, scope, first.body) : Option.some(first.body)
         if (Option.isNone(body)) return yield* Effect.dieMessage("a sealed idempotent answer did not open with its key")
         return { status: first.status, body: body.value, replayed: true }
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(transactions.within, Effect.catchTag("SqlError", Effect.die))
     }
 
     /** Deletes answers older than the window; answers how many. */
     const prune = Effect.fn("Idempotency.prune")(function*() {
       const now = yield* Clock.currentTimeMillis
-      // A range closed by the oldest answer, walked by the age index (WebhookRepo.purgeAttempts says why).
-      const removed = yield* sql`DELETE FROM idempotency_keys
-        WHERE created_at >= (SELECT MIN(created_at) FROM idempotency_keys) AND created_at <= ${now - IDEMPOTENCY_WINDOW_MILLIS}
-        RETURNING scope`.pipe(Effect.orDie)
-      return removed.length
+      return yield* store.prune(now - IDEMPOTENCY_WINDOW_MILLIS)
     })
 
     return { once, prune } as const
-  })
+  }),
+  dependencies: [IdempotencyStore.Default]
 }) {}
 
 /** Prunes expired idempotency answers at start and then every hour: once an hour over all processes. */

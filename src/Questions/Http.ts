@@ -1,3 +1,4 @@
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Questions.test.ts and test/WireEncoding.test.ts.
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
@@ -10,8 +11,7 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
   Effect.gen(function*() {
     const access = yield* SurveyAccess
     const questions = yield* QuestionRepo
-    // A chain of effects, not a generator made per request: JavaScriptCore recompiled such a
-    // generator body again and again under load (docs/performance.md, "Sixth round").
+    // A chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
     return handlers.handle("list", ({ path }) =>
       Effect.zipRight(
         access.require(path.id),

@@ -1,48 +1,55 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
-import {
-  parseStoredOptions,
-  Question,
-  QuestionOption,
-  QuestionType,
-  StoredOptions,
-  StoredQuestionType
-} from "../Domain/Question.js"
-import type { SurveyId } from "../Domain/Ids.js"
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Questions.test.ts.
+import { Data, Effect, Schema } from "effect"
+import { parseStoredOptions, Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
+import { type SurveyId, surveyId } from "../Domain/Ids.js"
 import { Reader } from "../Sql/Reader.js"
-import { column, rowShape } from "../Sql/Rows.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
-const SettingsJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+const decodeSettings = Schema.decodeUnknownSync(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+
+/** A 0/1 column read as a boolean. */
+const flag = (select: string) => column.map(column.num(select), (value) => value !== 0)
+
+/**
+ * A question row (table alias `q`): the `SELECT` list and its typed reads, also for statements
+ * that read a survey and its questions at once.
+ */
+export const QuestionColumns = rowShape({
+  id: column.text("q.id"),
+  surveyId: column.map(column.text("q.survey_id"), surveyId),
+  type: column.oneOf("q.type", StoredQuestionType.literals),
+  label: column.text("q.label"),
+  required: flag("q.required"),
+  allowMultiple: flag("q.allow_multiple"),
+  position: column.num("q.position"),
+  options: column.map(column.text("q.options"), parseStoredOptions),
+  settings: column.map(column.text("q.settings"), decodeSettings),
+  deleted: flag("q.deleted")
+})
+
+const question = QuestionColumns.fields
 
 /** Only what the API shows of a question: the list endpoint skips the respondent page's settings. */
-const ApiQuestionRow = Schema.Struct({
-  id: Schema.String,
-  type: QuestionType,
-  label: Schema.String,
-  required: Schema.Number,
-  allowMultiple: Schema.Number,
-  position: Schema.Number,
-  options: StoredOptions
-})
-type ApiQuestionRow = typeof ApiQuestionRow.Type
-
-
-/** A question row as the API reads it: the `SELECT` list and its typed reads. */
 export const ApiQuestionColumns = rowShape({
-  id: column.text("id"),
-  type: column.oneOf("type", QuestionType.literals),
-  label: column.text("label"),
-  required: column.num("required"),
-  allowMultiple: column.num("allow_multiple"),
-  position: column.num("position"),
-  options: column.map(column.text("options"), parseStoredOptions)
+  id: question.id,
+  type: column.oneOf("q.type", QuestionType.literals),
+  label: question.label,
+  required: question.required,
+  allowMultiple: question.allowMultiple,
+  position: question.position,
+  options: question.options
 })
+type ApiQuestionRow = RowOf<typeof ApiQuestionColumns.fields>
 
 export const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ApiQuestionColumns.read(row)
 
 const apiQuestionsOf = `SELECT ${ApiQuestionColumns.columns}
-  FROM questions WHERE survey_id = ? AND deleted = 0 AND type <> 'section'
-  ORDER BY position, id`
+  FROM questions q WHERE q.survey_id = ? AND q.deleted = 0 AND q.type <> 'section'
+  ORDER BY q.position, q.id`
+
+const questionsOf = `SELECT ${QuestionColumns.columns}
+  FROM questions q WHERE q.survey_id = ? AND q.deleted = 0
+  ORDER BY q.position, q.id`
 
 /**
  * The fields of a question as the API and the respondent page show them; for a question the API
@@ -56,24 +63,13 @@ export const questionWire = <T extends StoredQuestionType>(
   id: row.id,
   type: row.type,
   label: row.label,
-  required: row.required !== 0,
-  allowMultiple: row.allowMultiple !== 0,
+  required: row.required,
+  allowMultiple: row.allowMultiple,
   order: row.position,
   options: row.options.map((o) => ({ value: o.value, label: o.label }))
 })
 
-export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
-  id: Schema.String,
-  surveyId: Schema.String,
-  type: StoredQuestionType,
-  label: Schema.String,
-  required: Schema.Number,
-  allowMultiple: Schema.Number,
-  position: Schema.Number,
-  options: StoredOptions,
-  settings: SettingsJson,
-  deleted: Schema.Number
-}) {
+export class QuestionRow extends Data.Class<RowOf<typeof QuestionColumns.fields>> {
   get isSection(): boolean {
     return this.type === "section"
   }
@@ -92,54 +88,24 @@ export class QuestionRow extends Schema.Class<QuestionRow>("QuestionRow")({
 
 /** A question the API shows: not a section, not deleted. */
 export const isApiQuestion = (row: QuestionRow): row is QuestionRow & { readonly type: QuestionType } =>
-  row.type !== "section" && row.deleted === 0
+  row.type !== "section" && !row.deleted
 
-const decodeSettings = Schema.decodeUnknownSync(SettingsJson)
-
-/**
- * A current question as the respondent page reads it beside its survey (table alias `q`): the
- * `SELECT` list and its typed reads, for statements that read a survey and its questions at once.
- */
-export const PageQuestionColumns = rowShape({
-  id: column.text("q.id"),
-  surveyId: column.text("q.survey_id"),
-  type: column.oneOf("q.type", StoredQuestionType.literals),
-  label: column.text("q.label"),
-  required: column.num("q.required"),
-  allowMultiple: column.num("q.allow_multiple"),
-  position: column.num("q.position"),
-  options: column.map(column.text("q.options"), parseStoredOptions),
-  settings: column.map(column.text("q.settings"), decodeSettings),
-  deleted: column.num("q.deleted")
-})
-
-export const pageQuestionOf = (row: ReadonlyArray<unknown>): QuestionRow =>
-  new QuestionRow(PageQuestionColumns.read(row), { disableValidation: true })
+export const questionRowOf = (row: ReadonlyArray<unknown>): QuestionRow => new QuestionRow(QuestionColumns.read(row))
 
 export class QuestionRepo extends Effect.Service<QuestionRepo>()("Questions/QuestionRepo", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const bySurvey = SqlSchema.findAll({
-      Request: Schema.String,
-      Result: QuestionRow,
-      execute: (surveyId) =>
-        sql`SELECT id, survey_id, type, label, required, allow_multiple, position, options, settings, deleted
-            FROM questions WHERE survey_id = ${surveyId} AND deleted = 0
-            ORDER BY position, id`
-    })
     const reader = yield* Reader
-    // On the questions list's path: value rows on the reader's connection, typed column reads
-    // (docs/performance.md).
-    const apiBySurvey = (surveyId: SurveyId) =>
-      Effect.map(reader.values(apiQuestionsOf, [surveyId]), (rows) => rows.map(apiQuestionRowOf))
     return {
       /** Current questions of a survey in order, sections included (they are layout for the respondent page). */
       listForSurvey: (surveyId: SurveyId) =>
-        bySurvey(surveyId).pipe(Effect.orDie),
+        reader.values(questionsOf, [surveyId]).pipe(
+          Effect.map((rows) => rows.map(questionRowOf)),
+          Effect.orDie
+        ),
       /** The questions the API shows (no sections), in order and in wire form. */
       listWire: (surveyId: SurveyId) =>
-        apiBySurvey(surveyId).pipe(
-          Effect.map((rows) => rows.map(questionWire)),
+        reader.values(apiQuestionsOf, [surveyId]).pipe(
+          Effect.map((rows) => rows.map((row) => questionWire(apiQuestionRowOf(row)))),
           Effect.orDie
         )
     } as const

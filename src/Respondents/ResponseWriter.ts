@@ -64,10 +64,10 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
           if (held.length === 0) return yield* tokenRefused()
         }
         const survey = yield* surveys.findById(respondent.surveyId)
-        if (Option.isNone(survey) || survey.value.trashed !== 0 || survey.value.status !== "published") {
+        if (Option.isNone(survey) || survey.value.trashed || survey.value.status !== "published") {
           const status = Option.match(survey, {
             onNone: () => "gone",
-            onSome: (s) => s.trashed !== 0 ? "gone" : s.status
+            onSome: (s) => s.trashed ? "gone" : s.status
           })
           return yield* invalid("The survey is no longer accepting responses.", [
             { path: "surveyId", message: `survey is ${status}, not published` }
@@ -78,8 +78,8 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         const checkable: ReadonlyArray<ValidationQuestion> = rows.map((row) => ({
           id: row.id,
           type: row.type,
-          required: row.required !== 0,
-          allowMultiple: row.allowMultiple !== 0,
+          required: row.required,
+          allowMultiple: row.allowMultiple,
           options: row.options
         }))
         const { accepted, issues } = validateAnswers(checkable, submission.answers)

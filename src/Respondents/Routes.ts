@@ -56,7 +56,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
 
     // The survey with its questions, read together: the page shows them as of one moment.
     const liveSurvey = (surveyId: string) =>
-      Effect.map(surveys.findWithQuestions(SurveyId.make(surveyId)), Option.filter((s) => s.survey.trashed === 0))
+      Effect.map(surveys.findWithQuestions(SurveyId.make(surveyId)), Option.filter((s) => !s.survey.trashed))
 
     const renderSurvey = (
       { questions, survey }: { readonly survey: SurveyRow; readonly questions: ReadonlyArray<QuestionRow> },

@@ -1,3 +1,4 @@
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Surveys.test.ts and test/WireEncoding.test.ts.
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
@@ -14,8 +15,7 @@ export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
     const repo = yield* SurveyRepo
     const access = yield* SurveyAccess
     return handlers
-      // A chain of effects, not a generator made per request: JavaScriptCore recompiled such a
-      // generator body again and again under load (docs/performance.md, "Sixth round").
+      // A chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(CurrentKey, (key) => {
           const limit = urlParams.limit ?? 25

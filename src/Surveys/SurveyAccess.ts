@@ -14,7 +14,7 @@ export class SurveyAccess extends Effect.Service<SurveyAccess>()("Surveys/Survey
     const require = Effect.fnUntraced(function*(surveyId: SurveyId) {
       const key = yield* CurrentKey
       const row = yield* surveys.findById(surveyId)
-      if (Option.isNone(row) || row.value.workspaceId !== key.workspaceId || row.value.trashed !== 0) {
+      if (Option.isNone(row) || row.value.workspaceId !== key.workspaceId || row.value.trashed) {
         return yield* new NotFound({ message: `No survey with id ${JSON.stringify(surveyId.slice(0, 64))}.` })
       }
       if (key.surveyIds !== null && !key.surveyIds.has(surveyId)) {

@@ -1,8 +1,8 @@
-import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Option } from "effect"
 import type { SurveyId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/Outbox.js"
+import { Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "./SurveyRepo.js"
 
 export type LifecycleAction = "publish" | "close" | "trash"
@@ -35,17 +35,17 @@ const allowed: Record<Exclude<LifecycleAction, "trash">, ReadonlyArray<string>> 
  */
 export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/SurveyLifecycle", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const transactions = yield* Transactions
     const surveys = yield* SurveyRepo
     const outbox = yield* Outbox
 
     const apply = Effect.fn("SurveyLifecycle.apply")(function*(surveyId: SurveyId, action: LifecycleAction) {
       const found = yield* surveys.findById(surveyId)
-      if (Option.isNone(found) || found.value.trashed !== 0) return yield* new SurveyMissing({ surveyId })
+      if (Option.isNone(found) || found.value.trashed) return yield* new SurveyMissing({ surveyId })
       const survey = found.value
       const now = toIso(yield* Clock.currentTimeMillis)
       if (action === "trash") {
-        yield* sql`UPDATE surveys SET trashed = 1, updated_at = ${now} WHERE id = ${surveyId}`.pipe(Effect.orDie)
+        yield* surveys.trash(surveyId, now)
         return survey
       }
       if (!allowed[action].includes(survey.status)) {
@@ -54,11 +54,10 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
       const status = action === "publish" ? "published" : "closed"
       // Only from the status read above: of two moves at once (PostgreSQL runs writers side by side),
       // the second finds the status changed, changes nothing and is refused like any other.
-      const moved = yield* sql`UPDATE surveys SET status = ${status}, updated_at = ${now}
-        WHERE id = ${surveyId} AND status = ${survey.status} AND trashed = 0 RETURNING id`.pipe(Effect.orDie)
-      if (moved.length === 0) {
+      const moved = yield* surveys.moveStatus(surveyId, survey.status, status, now)
+      if (!moved) {
         const current = yield* surveys.findById(surveyId)
-        if (Option.isNone(current) || current.value.trashed !== 0) return yield* new SurveyMissing({ surveyId })
+        if (Option.isNone(current) || current.value.trashed) return yield* new SurveyMissing({ surveyId })
         return yield* new TransitionRefused({ surveyId, from: current.value.status, action })
       }
       const updated = yield* surveys.findById(surveyId).pipe(Effect.flatMap(Effect.orDie))
@@ -73,7 +72,7 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
 
     return {
       apply: (surveyId: SurveyId, action: LifecycleAction) =>
-        sql.withTransaction(apply(surveyId, action)).pipe(
+        transactions.within(apply(surveyId, action)).pipe(
           Effect.catchTag("SqlError", Effect.die)
         )
     } as const

@@ -1,24 +1,27 @@
-import { Effect, Option, Schema } from "effect"
+// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Surveys.test.ts.
+import { SqlClient } from "@effect/sql"
+import { Data, Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
-import { SurveyId, surveyId, WorkspaceId, workspaceId } from "../Domain/Ids.js"
+import { type SurveyId, surveyId, type WorkspaceId, workspaceId } from "../Domain/Ids.js"
 import { Survey, SurveyStatus } from "../Domain/Survey.js"
-import { PageQuestionColumns, pageQuestionOf, type QuestionRow } from "../Questions/QuestionRepo.js"
+import { QuestionColumns, type QuestionRow, questionRowOf } from "../Questions/QuestionRepo.js"
 import { placeholders, Reader } from "../Sql/Reader.js"
-import { column, rowShape } from "../Sql/Rows.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
-const SurveyFields = Schema.Struct({
-  id: SurveyId,
-  workspaceId: WorkspaceId,
-  title: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  status: SurveyStatus,
-  trashed: Schema.Number,
-  questionCount: Schema.Number,
-  responseCount: Schema.Number,
-  createdAt: Schema.String,
-  updatedAt: Schema.String
+/** A survey row as read: the `SELECT` list and its typed reads. */
+export const SurveyColumns = rowShape({
+  id: column.map(column.text("id"), surveyId),
+  workspaceId: column.map(column.text("workspace_id"), workspaceId),
+  title: column.text("title"),
+  description: column.nullableText("description"),
+  status: column.oneOf("status", SurveyStatus.literals),
+  trashed: column.map(column.num("trashed"), (value) => value !== 0),
+  questionCount: column.num("question_count"),
+  responseCount: column.num("response_count"),
+  createdAt: column.text("created_at"),
+  updatedAt: column.text("updated_at")
 })
-type SurveyFields = typeof SurveyFields.Type
+type SurveyFields = RowOf<typeof SurveyColumns.fields>
 
 /** The wire form of a survey (see Http/PreEncoded). */
 const surveyWire = (s: SurveyFields): typeof Survey.Encoded => ({
@@ -33,7 +36,7 @@ const surveyWire = (s: SurveyFields): typeof Survey.Encoded => ({
   updatedAt: s.updatedAt
 })
 
-export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")(SurveyFields) {
+export class SurveyRow extends Data.Class<SurveyFields> {
   toApi(): Survey {
     return new Survey({ ...this.toWire(), id: this.id }, { disableValidation: true })
   }
@@ -43,26 +46,9 @@ export class SurveyRow extends Schema.Class<SurveyRow>("SurveyRow")(SurveyFields
   }
 }
 
-/** A survey row as read: the `SELECT` list and its typed reads. */
-export const SurveyColumns = rowShape({
-  id: column.map(column.text("id"), surveyId),
-  workspaceId: column.map(column.text("workspace_id"), workspaceId),
-  title: column.text("title"),
-  description: column.nullableText("description"),
-  status: column.oneOf("status", SurveyStatus.literals),
-  trashed: column.num("trashed"),
-  questionCount: column.num("question_count"),
-  responseCount: column.num("response_count"),
-  createdAt: column.text("created_at"),
-  updatedAt: column.text("updated_at")
-})
-
 const byId = `SELECT ${SurveyColumns.columns} FROM surveys WHERE id = ?`
 
-const surveyFieldsOf = (row: ReadonlyArray<unknown>): SurveyFields => SurveyColumns.read(row)
-
-const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow =>
-  new SurveyRow(surveyFieldsOf(row), { disableValidation: true })
+const surveyRowOf = (row: ReadonlyArray<unknown>): SurveyRow => new SurveyRow(SurveyColumns.read(row))
 
 const surveyWidth = Object.keys(SurveyColumns.fields).length
 
@@ -71,16 +57,13 @@ const surveyWidth = Object.keys(SurveyColumns.fields).length
  * `questionCount` and the questions shown beside it are of one moment, even while an import
  * replaces them. A survey without questions is one row, its question columns null.
  */
-const withQuestions = `SELECT s.*, ${PageQuestionColumns.columns}
+const withQuestions = `SELECT s.*, ${QuestionColumns.columns}
   FROM (${byId}) s
   LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
   ORDER BY q.position, q.id`
 
-/**
- * A list row straight in wire form: a page of surveys skips the row class, whose construction
- * cost more than the query (docs/performance.md).
- */
-export const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(surveyFieldsOf(row))
+/** A list row straight in wire form: a page of surveys skips the row class. */
+export const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(SurveyColumns.read(row))
 
 export interface ListSurveys {
   readonly workspaceId: WorkspaceId
@@ -92,9 +75,9 @@ export interface ListSurveys {
 export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo", {
   effect: Effect.gen(function*() {
     const reader = yield* Reader
+    const sql = yield* SqlClient.SqlClient
 
-    // On the path of every survey request: one value row on the reader's connection, read with
-    // typed column reads, which cost a fraction of a Schema class decode (docs/performance.md).
+    // On the path of every survey request: the reader's connection, typed column reads.
     const findById = (id: SurveyId) =>
       Effect.map(reader.values(byId, [id]), (rows) => Option.map(Option.fromNullable(rows[0]), surveyRowOf))
 
@@ -121,7 +104,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
         Option.map(Option.fromNullable(rows[0]), (first) => ({
           survey: surveyRowOf(first),
           questions: rows.flatMap((row): Array<QuestionRow> =>
-            row[surveyWidth] === null ? [] : [pageQuestionOf(row.slice(surveyWidth))]
+            row[surveyWidth] === null ? [] : [questionRowOf(row.slice(surveyWidth))]
           )
         })))
 
@@ -133,7 +116,20 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
        * One page in "newest activity first" order, in wire form, plus one row to tell whether
        * more follow.
        */
-      list: (req: ListSurveys) => listPage(req).pipe(Effect.orDie)
+      list: (req: ListSurveys) => listPage(req).pipe(Effect.orDie),
+      /** Moves the survey to the trash. */
+      trash: (id: SurveyId, now: string) =>
+        sql`UPDATE surveys SET trashed = 1, updated_at = ${now} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+      /**
+       * Sets the status of a survey not in the trash, only from `from`: false when it no longer has
+       * that status (another move came first).
+       */
+      moveStatus: (id: SurveyId, from: SurveyStatus, to: SurveyStatus, now: string) =>
+        sql`UPDATE surveys SET status = ${to}, updated_at = ${now}
+          WHERE id = ${id} AND status = ${from} AND trashed = 0 RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
     } as const
   })
 }) {}
