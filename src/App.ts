@@ -22,6 +22,7 @@ import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
 import { DocsPageLive } from "./Http/DocsPage.js"
+import { ReadinessLive } from "./Http/Readiness.js"
 import { bunServerLayer, HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
@@ -141,7 +142,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
 
 /**
  * The whole HTTP surface: `/api/v1`, the respondent pages and API, `/openapi.json`, `/docs`,
- * `/healthz`. Needs an `HttpServer`, the core services and the request quota.
+ * `/healthz`, `/readyz`. Needs an `HttpServer`, the core services and the request quota.
  */
 export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) => {
   const served = Layer.unwrapEffect(
@@ -166,6 +167,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) =
   Layer.provide(DocsPageLive),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(HealthLive),
+  Layer.provide(ReadinessLive),
   Layer.provide(RespondentRoutes),
   Layer.provide(RequestErrorsLive),
   Layer.provide(ApiLive),

@@ -12,6 +12,7 @@ import { type Drain, Listener } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { redactSecretUrls } from "../Telemetry/SecretUrls.js"
 import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
+import { isReadinessProbe } from "./Readiness.js"
 import { answerHeadersOf, requestIdOf } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
@@ -72,7 +73,8 @@ const stopping = HttpServerResponse.setHeaders(
  * log line) with the headers set for the request while it was served (`setAnswerHeaders`: the
  * request quota's), and the documented error body for whatever the API's own encoder did not answer.
  * Each request is work in flight that a drain waits for; once the process drains, new requests
- * (`/healthz` included, so that a load balancer stops sending) answer 503 and close the connection.
+ * (`/healthz` included, so that a load balancer stops sending) answer 503 and close the connection;
+ * `/readyz` alone still answers, with its own 503 saying the process drains.
  */
 export const serveMiddleware = <E, R>(
   app: HttpApp.Default<E, R>,
@@ -80,7 +82,7 @@ export const serveMiddleware = <E, R>(
 ): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const requestId = requestIdOf(request)
-    const answer = drain.isDraining()
+    const answer = drain.isDraining() && !isReadinessProbe(request)
       ? Effect.succeed(stopping)
       : drain.track(Effect.catchAllCause(app, unhandled(request)))
     return Effect.map(answer, (response) => {
