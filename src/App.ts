@@ -45,6 +45,7 @@ import { MigrationsLive } from "./Sql/Migrations.js"
 import { Reader } from "./Sql/Reader.js"
 import { Transactions } from "./Sql/Transactions.js"
 import { SurveysLive } from "./Surveys/Http.js"
+import { PrometheusLive } from "./Telemetry/Prometheus.js"
 import { TelemetryLive, tracingEnabled } from "./Telemetry/Telemetry.js"
 import { SurveyAccess } from "./Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
@@ -208,7 +209,8 @@ export const makeServe = (parts: Partial<ServeParts> = {}) =>
 
 /**
  * The production server: the serve graph on a Bun server on the configured address and port, its JavaScript
- * heap kept within bounds (src/Background/HeapBound.ts). Needs the core. Its listener closes once
+ * heap kept within bounds (src/Background/HeapBound.ts), and the Prometheus listener when
+ * `METRICS_PORT` is set (src/Telemetry/Prometheus.ts). Needs the core. Its listener closes once
  * the drain is done, before the rest stops (`bunServerLayer`).
  */
 export const ServerLive = (settings: AppSettings) =>
@@ -223,7 +225,9 @@ export const ServerLive = (settings: AppSettings) =>
           Duration.max(Duration.decode(delivery.attemptTimeout), Duration.millis(busyTimeoutMs(settings)))
         )
       })
-    )))
+    ))),
+    // Listening before the server is, stopped after it: every request the server answers is counted.
+    Layer.provide(PrometheusLive)
   )
 
 /** The core for settings read once: what every command runs on. */

@@ -96,7 +96,7 @@ export const serveMiddleware = <E, R>(
 /**
  * `serveMiddleware` when telemetry is exported: the request's span (made by the server) also
  * carries the request id, and every answer counts in `http.server.requests` and
- * `http.server.request.duration` by route and status.
+ * `http.server.request.duration` by route template, method and status.
  */
 export const serveMiddlewareMeasured = <E, R>(
   app: HttpApp.Default<E, R>,
@@ -104,6 +104,7 @@ export const serveMiddlewareMeasured = <E, R>(
 ): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> => {
   const served = serveMiddleware(app, drain)
   return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
     const started = performance.now()
     const span = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
     if (span !== undefined) redactSecretUrls(span)
@@ -111,12 +112,19 @@ export const serveMiddlewareMeasured = <E, R>(
     const requestId = response.headers["x-request-id"]
     if (span !== undefined && requestId !== undefined) span.attribute("http.request.id", requestId)
     const route = span?.attributes.get("http.route")
-    const tags = { route: typeof route === "string" ? route : "unmatched", status: String(response.status) }
+    const tags = {
+      route: typeof route === "string" ? route : "unmatched",
+      method: knownMethods.has(request.method) ? request.method : "other",
+      status: String(response.status)
+    }
     yield* Metric.increment(Metric.taggedWithLabels(httpRequests, labels(tags)))
     yield* Metric.update(Metric.taggedWithLabels(httpRequestDuration, labels(tags)), performance.now() - started)
     return response
   })
 }
+
+/** The methods a request's `method` label names; any other is `other`, so that the label's values stay few. */
+const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
 const labels = (tags: Record<string, string>) => Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value))
 
