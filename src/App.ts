@@ -22,6 +22,7 @@ import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
 import { withRequestId } from "./Http/RequestId.js"
 import { DocsPageLive } from "./Http/DocsPage.js"
+import { ReadinessLive } from "./Http/Readiness.js"
 import { bunServerLayer, HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
@@ -46,6 +47,7 @@ import { MigrationsLive } from "./Sql/Migrations.js"
 import { Reader } from "./Sql/Reader.js"
 import { Transactions } from "./Sql/Transactions.js"
 import { SurveysLive } from "./Surveys/Http.js"
+import { PrometheusLive } from "./Telemetry/Prometheus.js"
 import { TelemetryLive, tracingEnabled } from "./Telemetry/Telemetry.js"
 import { SurveyAccess } from "./Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
@@ -144,7 +146,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
 
 /**
  * The whole HTTP surface: `/api/v1`, the respondent pages and API, `/openapi.json`, `/docs`,
- * `/healthz`. Needs an `HttpServer`, the core services and the request quota.
+ * `/healthz`, `/readyz`. Needs an `HttpServer`, the core services and the request quota.
  */
 export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) => {
   const served = Layer.unwrapEffect(
@@ -169,6 +171,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) =
   Layer.provide(DocsPageLive),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(HealthLive),
+  Layer.provide(ReadinessLive),
   Layer.provide(RespondentRoutes),
   Layer.provide(RequestErrorsLive),
   Layer.provide(ApiLive),
@@ -209,7 +212,8 @@ export const makeServe = (parts: Partial<ServeParts> = {}) =>
 
 /**
  * The production server: the serve graph on a Bun server on the configured address and port, its JavaScript
- * heap kept within bounds (src/Background/HeapBound.ts). Needs the core. Its listener closes once
+ * heap kept within bounds (src/Background/HeapBound.ts), and the Prometheus listener when
+ * `METRICS_PORT` is set (src/Telemetry/Prometheus.ts). Needs the core. Its listener closes once
  * the drain is done, before the rest stops (`bunServerLayer`).
  */
 export const ServerLive = (settings: AppSettings) =>
@@ -224,7 +228,9 @@ export const ServerLive = (settings: AppSettings) =>
           Duration.max(Duration.decode(delivery.attemptTimeout), Duration.millis(busyTimeoutMs(settings)))
         )
       })
-    )))
+    ))),
+    // Listening before the server is, stopped after it: every request the server answers is counted.
+    Layer.provide(PrometheusLive)
   )
 
 /** The core for settings read once: what every command runs on. */

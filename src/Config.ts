@@ -18,6 +18,14 @@ export interface TelemetrySettings {
   readonly exportTimeout: Duration.Duration
 }
 
+/** The Prometheus listener (v1-extensions §X6); absent unless `METRICS_PORT` is set. */
+export interface MetricsSettings {
+  /** `METRICS_PORT`: the port of the second listener, which answers `GET /metrics`. */
+  readonly port: number
+  /** `METRICS_HOST` (default `127.0.0.1`): the address it listens on. */
+  readonly host: string
+}
+
 export interface AppSettings {
   readonly port: number
   /** `HOST`: the address the server listens on (default `0.0.0.0`, every interface). */
@@ -62,6 +70,8 @@ export interface AppSettings {
    * client address is the connection's). TRUST_PROXY: `false`, `true` (one) or a number up to 10.
    */
   readonly trustProxyHops?: number
+  /** Set when `METRICS_PORT` is; without it no metrics listener runs and nothing of it is on the request path. */
+  readonly metrics?: MetricsSettings
 }
 
 /** The listen address when none is configured: every IPv4 interface. */
@@ -69,6 +79,22 @@ export const DEFAULT_HOST = "0.0.0.0"
 
 /** HOST (or `--host`): an address or host name to listen on, not blank. */
 const hostCheck = { message: "Expected an address or host name to listen on", validation: (host: string) => /^[^\s/]+$/.test(host) }
+
+/** METRICS_PORT and METRICS_HOST; none when METRICS_PORT is unset or empty. */
+const metricsConfig = Config.all({
+  port: Config.string("METRICS_PORT").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((raw) => {
+      const value = raw.trim()
+      if (value === "") return Either.right(Option.none<number>())
+      const port = /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN
+      return port >= 1 && port <= 65_535
+        ? Either.right(Option.some(port))
+        : Either.left(ConfigError.InvalidData(["METRICS_PORT"], "Expected a port number from 1 to 65535"))
+    })
+  ),
+  host: Config.string("METRICS_HOST").pipe(Config.validate(hostCheck), Config.withDefault("127.0.0.1"))
+}).pipe(Config.map(({ host, port }) => Option.map(port, (port): MetricsSettings => ({ port, host }))))
 
 /** Respondent limits per minute when none are configured. */
 export const DEFAULT_RESPONDENT_LIMITS = { perAddress: 1000, perSurvey: 20_000 } as const
@@ -309,6 +335,7 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         Config.validate(perMinuteCheck)
       )
       const trustProxyHops = yield* trustProxyConfig
+      const metrics = yield* metricsConfig
       return {
         port,
         host,
@@ -329,7 +356,8 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         respondentLimitPerAddress,
         respondentLimitPerSurvey,
         trustProxyHops,
-        ...(Option.isSome(telemetry) ? { telemetry: telemetry.value } : {})
+        ...(Option.isSome(telemetry) ? { telemetry: telemetry.value } : {}),
+        ...(Option.isSome(metrics) ? { metrics: metrics.value } : {})
       } satisfies AppSettings
     })
 

@@ -1,12 +1,14 @@
 import { SurveyId } from "../Domain/Ids.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
-import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Aggregator } from "../Analytics/Aggregator.js"
 import { CoreFor, LoggingLive, ServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AppConfig } from "../Config.js"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Http/JsonBody.js"
+import { backupSqlite } from "../Sql/Backup.js"
+import { busyTimeoutMs } from "../Sql/Database.js"
 import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
 
 /** Where the data lives: `--db` (SQLite file) or `--database-url` (PostgreSQL), over the environment. */
@@ -188,8 +190,32 @@ const analyticsRebuild = Command.make("rebuild", {
 
 const analytics = Command.make("analytics").pipe(Command.withSubcommands([analyticsRebuild]))
 
+const backup = Command.make("backup", {
+  file: Args.path({ name: "FILE" }),
+  db: Options.text("db").pipe(
+    Options.withDescription("SQLite database file to copy (overrides DATABASE_PATH); its quota file PATH-quota is copied to FILE-quota"),
+    Options.optional
+  )
+}, ({ db, file }) =>
+  Effect.gen(function*() {
+    const settings = yield* AppConfig.fromEnv({ databasePath: db })
+    if (settings.databaseUrl !== undefined) {
+      return yield* Effect.fail(new Error("backup copies SQLite databases; with DATABASE_URL set, back up PostgreSQL with pg_dump (docs/deployment.md)"))
+    }
+    const report = yield* backupSqlite(settings.databasePath, file, busyTimeoutMs(settings))
+    for (const copied of report.copies) {
+      yield* Console.log(`Wrote ${copied.to} (${copied.bytes} bytes), a copy of ${copied.from}: integrity_check ok.`)
+    }
+    if (report.noQuotaFile) yield* Console.log(`No quota file beside ${settings.databasePath} (never served): none written.`)
+    yield* Console.log(`Backup done in ${Math.round(Duration.toMillis(report.took))} ms.`)
+  })).pipe(
+    Command.withDescription(
+      "Copy a live SQLite database and its quota file to FILE and FILE-quota (VACUUM INTO, then PRAGMA integrity_check); refuses an existing FILE"
+    )
+  )
+
 export const cli = Command.make("survey-service").pipe(
-  Command.withSubcommands([serve, migrate, importCommand, keys, surveys, analytics])
+  Command.withSubcommands([serve, migrate, importCommand, keys, surveys, analytics, backup])
 )
 
 export const run = Command.run(cli, { name: "survey-service", version: "0.1.0" })

@@ -12,6 +12,7 @@ import { type Drain, Listener } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { redactSecretUrls } from "../Telemetry/SecretUrls.js"
 import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
+import { isReadinessProbe } from "./Readiness.js"
 import { answerHeaders, assignRequestId } from "./RequestId.js"
 
 const errorJson = (status: number, code: string, message: string) =>
@@ -72,7 +73,8 @@ const stopping = HttpServerResponse.setHeaders(
  * log line) with the headers added for the request while it was served (`addAnswerHeaders`: the
  * request quota's), and the documented error body for whatever the API's own encoder did not answer.
  * Each request is work in flight that a drain waits for; once the process drains, new requests
- * (`/healthz` included, so that a load balancer stops sending) answer 503 and close the connection.
+ * (`/healthz` included, so that a load balancer stops sending) answer 503 and close the connection;
+ * `/readyz` alone still answers, with its own 503 saying the process drains.
  */
 export const serveMiddleware = <E, R>(
   app: HttpApp.Default<E, R>,
@@ -80,7 +82,7 @@ export const serveMiddleware = <E, R>(
 ): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
     Effect.flatMap(assignRequestId(request), (requestId) => {
-      const answer = drain.isDraining()
+      const answer = drain.isDraining() && !isReadinessProbe(request)
         ? Effect.succeed(stopping)
         : drain.track(Effect.catchAllCause(app, unhandled(request)))
       return Effect.flatMap(answer, (response) =>
@@ -93,7 +95,7 @@ export const serveMiddleware = <E, R>(
 /**
  * `serveMiddleware` when telemetry is exported: the request's span (made by the server) also
  * carries the request id, and every answer counts in `http.server.requests` and
- * `http.server.request.duration` by route and status.
+ * `http.server.request.duration` by route template, method and status.
  */
 export const serveMiddlewareMeasured = <E, R>(
   app: HttpApp.Default<E, R>,
@@ -101,6 +103,7 @@ export const serveMiddlewareMeasured = <E, R>(
 ): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> => {
   const served = serveMiddleware(app, drain)
   return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
     const started = performance.now()
     const span = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
     if (span !== undefined) redactSecretUrls(span)
@@ -108,12 +111,19 @@ export const serveMiddlewareMeasured = <E, R>(
     const requestId = response.headers["x-request-id"]
     if (span !== undefined && requestId !== undefined) span.attribute("http.request.id", requestId)
     const route = span?.attributes.get("http.route")
-    const tags = { route: typeof route === "string" ? route : "unmatched", status: String(response.status) }
+    const tags = {
+      route: typeof route === "string" ? route : "unmatched",
+      method: knownMethods.has(request.method) ? request.method : "other",
+      status: String(response.status)
+    }
     yield* Metric.increment(Metric.taggedWithLabels(httpRequests, labels(tags)))
     yield* Metric.update(Metric.taggedWithLabels(httpRequestDuration, labels(tags)), performance.now() - started)
     return response
   })
 }
+
+/** The methods a request's `method` label names; any other is `other`, so that the label's values stay few. */
+const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
 const labels = (tags: Record<string, string>) => Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value))
 

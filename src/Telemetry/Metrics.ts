@@ -3,9 +3,9 @@ import { Metric, MetricBoundaries } from "effect"
 // The service's metrics (v1-extensions §X4). They live in the process's metric registry, which
 // costs an increment each; only an OTLP exporter (src/Telemetry/Telemetry.ts) ever reads them.
 
-/** Answered requests, tagged `route` (the matched route, or `unmatched`) and `status`. */
+/** Answered requests, tagged `route` (the matched route template, or `unmatched`), `method` and `status`. */
 export const httpRequests = Metric.counter("http.server.requests", {
-  description: "HTTP requests answered, by route and status",
+  description: "HTTP requests answered, by route template, method and status",
   incremental: true
 })
 
@@ -13,7 +13,7 @@ export const httpRequests = Metric.counter("http.server.requests", {
 export const httpRequestDuration = Metric.histogram(
   "http.server.request.duration",
   MetricBoundaries.exponential({ start: 0.25, factor: 2, count: 16 }),
-  "Time to answer a request, in milliseconds, by route and status"
+  "Time to answer a request, in milliseconds, by route template, method and status"
 )
 
 /** Finished webhook delivery attempts, tagged `outcome`: `delivered`, `retrying` or `given_up`. */

@@ -13,5 +13,8 @@ export const TelemetryLive = Layer.unwrapEffect(Effect.flatMap(AppConfig, (confi
     : Effect.map(Effect.promise(() => import("./Otlp.js")), (otlp) => otlp.telemetryLayer(telemetry))
 }))
 
-/** Whether spans are exported: without an exporter, building them is pure cost. */
-export const tracingEnabled = Effect.map(AppConfig, (config) => config.telemetry !== undefined)
+/**
+ * Whether requests are traced and measured: with an exporter, or with the Prometheus listener
+ * (which reads a request's route template from its span). Otherwise building spans is pure cost.
+ */
+export const tracingEnabled = Effect.map(AppConfig, (config) => config.telemetry !== undefined || config.metrics !== undefined)

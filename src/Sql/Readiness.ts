@@ -1,0 +1,43 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Duration, Effect, Option, Schema } from "effect"
+import { migrations } from "./Migrations.js"
+
+/** Why the database is not ready: it did not answer in time, or a migration this binary knows has not run. */
+export type DatabaseNotReady = "database" | "migrations"
+
+/** How long the readiness statement may take before the database counts as not answering (v1-extensions §X6). */
+export const READINESS_TIMEOUT = Duration.seconds(1)
+
+/** The ids of the migrations this binary knows: the number before the first `_` of each name. */
+const knownIds: ReadonlyArray<number> = Object.keys(migrations).map((name) => Number(name.slice(0, name.indexOf("_"))))
+
+/**
+ * The database half of `GET /readyz`: one statement, which also tells whether every migration
+ * this binary knows has run (an older binary's database, or one another process is migrating).
+ */
+export class DatabaseReadiness extends Effect.Service<DatabaseReadiness>()("Sql/DatabaseReadiness", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const applied = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ migrationId: Schema.Number }),
+      execute: () => sql`SELECT migration_id FROM schema_migrations`
+    })
+
+    /** None when ready; else why not. Never fails: a failed statement is a database not ready. */
+    const check: Effect.Effect<Option.Option<DatabaseNotReady>> = applied(undefined).pipe(
+      Effect.map((rows) => {
+        const ran = new Set(rows.map((row) => row.migrationId))
+        return knownIds.every((id) => ran.has(id)) ? Option.none() : Option.some<DatabaseNotReady>("migrations")
+      }),
+      // Disconnected, so that the timeout answers at once even while a statement cannot be interrupted.
+      Effect.disconnect,
+      Effect.timeoutOption(READINESS_TIMEOUT),
+      Effect.map(Option.getOrElse(() => Option.some<DatabaseNotReady>("database"))),
+      Effect.catchAllCause(() => Effect.succeed(Option.some<DatabaseNotReady>("database"))),
+      Effect.withSpan("DatabaseReadiness.check")
+    )
+
+    return { check } as const
+  })
+}) {}

@@ -1,0 +1,101 @@
+import { describe, expect, it } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Deferred, Effect, Redacted } from "effect"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { tcpProxy } from "./support/TcpProxy.js"
+import { get, postgresDatabase, TestServer, testDatabase } from "./support/TestServer.js"
+import { eventually, receiver } from "./support/WebhookReceiver.js"
+
+const ready = { status: "ready" }
+const notReady = (reason: string) => ({ status: "not_ready", reason })
+
+describe("GET /readyz", () => {
+  it.live("is ready on a migrated database, and answers 503 migrations while a migration this binary knows is missing", () =>
+    Effect.gen(function*() {
+      const healthy = yield* get("/readyz")
+      expect([healthy.status, healthy.body]).toEqual([200, ready])
+
+      const sql = yield* SqlClient.SqlClient
+      // As if the database were an older binary's: the last migration has not run.
+      yield* sql`UPDATE schema_migrations SET migration_id = 9016 WHERE migration_id = 16`
+      const behind = yield* get("/readyz")
+      expect([behind.status, behind.body]).toEqual([503, notReady("migrations")])
+      // A migration this binary does not know (a newer binary's) does not make it unready.
+      yield* sql`UPDATE schema_migrations SET migration_id = 16 WHERE migration_id = 9016`
+      yield* sql`INSERT INTO schema_migrations (migration_id, name) VALUES (9017, 'newer')`
+      const newer = yield* get("/readyz")
+      expect([newer.status, newer.body]).toEqual([200, ready])
+
+      // /healthz stays the liveness check: it never asks the database.
+      const health = yield* get("/healthz")
+      expect([health.status, health.body]).toEqual([200, { status: "ok" }])
+    }).pipe(Effect.provide(TestServer(baseFixture)), Effect.orDie))
+})
+
+// PostgreSQL only: SQLite is a file inside the process, and a statement that waits on it (a lock
+// held past the busy timeout) holds the whole process, so no answer could say "database".
+describe.runIf(testDatabase === "postgres")("GET /readyz while PostgreSQL stops answering", () => {
+  it.live("answers 503 database within about a second while PostgreSQL stops answering, and ready once it answers again", () =>
+    Effect.gen(function*() {
+      const direct = new URL(yield* postgresDatabase())
+      const proxy = yield* tcpProxy(direct.hostname, Number(direct.port))
+      const viaProxy = new URL(direct)
+      viaProxy.port = String(proxy.port)
+      yield* Effect.gen(function*() {
+        expect((yield* get("/readyz")).body).toEqual(ready)
+
+        proxy.forward(false)
+        const started = performance.now()
+        const silent = yield* get("/readyz")
+        const took = performance.now() - started
+        expect([silent.status, silent.body]).toEqual([503, notReady("database")])
+        // The bound is a second; the rest is room for a loaded machine, well below the client's own timeouts.
+        expect(took).toBeGreaterThanOrEqual(900)
+        expect(took).toBeLessThan(4000)
+
+        proxy.forward(true)
+        const back = yield* eventually(get("/readyz"), (res) => res.status === 200, { tries: 400, everyMillis: 25 })
+        expect(back.body).toEqual(ready)
+      }).pipe(
+        // A short statement timeout: the connection left waiting is given up within seconds.
+        Effect.provide(TestServer(baseFixture, { databaseUrl: Redacted.make(viaProxy.toString()), databaseStatementTimeoutMs: 500 }))
+      )
+    }).pipe(Effect.scoped))
+})
+
+describe("GET /readyz on a draining serve process", () => {
+  it.live("answers 503 draining while requests in flight finish, when every other route answers 503 service_unavailable", () =>
+    Effect.gen(function*() {
+      const db = yield* sharedDatabase(baseFixture)
+      // The receiver holds every request until the test releases it.
+      const released = yield* Deferred.make<void>()
+      const target = yield* receiver(() => Effect.runPromise(Effect.as(Deferred.await(released), new Response("ok"))))
+      const server = yield* serveProcess(db.flags)
+      const editor = { authorization: `Bearer ${TOKENS.editor}` }
+      const registered = yield* request(`${server.base}/api/v1/webhooks`, {
+        method: "PUT",
+        headers: { ...editor, "content-type": "application/json" },
+        body: JSON.stringify({ targetUrl: target.url })
+      })
+      expect(registered.status).toBe(200)
+      expect(yield* request(`${server.base}/readyz`)).toMatchObject({ status: 200, text: `{"status":"ready"}` })
+
+      // A request in flight: the test event waits on the receiver until released.
+      const testEvent = yield* Effect.fork(request(`${server.base}/api/v1/webhooks/test`, { method: "POST", headers: editor }))
+      yield* within("the test event at the receiver", target.receivedAtLeast(1))
+
+      server.proc.kill("SIGTERM")
+      yield* server.logged("\"message\":\"draining\"")
+      const draining = yield* request(`${server.base}/readyz`)
+      expect([draining.status, draining.text]).toEqual([503, `{"status":"not_ready","reason":"draining"}`])
+      expect(draining.headers.get("x-request-id")).not.toBeNull()
+      const health = yield* request(`${server.base}/healthz`)
+      expect(health.status).toBe(503)
+      expect(health.text).toContain("service_unavailable")
+
+      yield* Deferred.succeed(released, undefined)
+      expect((yield* Effect.flatten(testEvent.await)).status).toBe(200)
+      expect(yield* within("the process to exit", Effect.promise(() => server.proc.exited))).toBe(0)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
+})
