@@ -4,7 +4,7 @@ import { AggregateRepo } from "../Analytics/AggregateRepo.js"
 import { apply, emptyAggregates } from "../Analytics/Compute.js"
 import { ResponseId, type SurveyId, type WorkspaceId } from "../Domain/Ids.js"
 import { EventEnvelope } from "../Domain/Event.js"
-import { Outbox } from "../Events/Outbox.js"
+import { Outbox } from "../Events/OutboxRepo.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
 
 const chunk = 500

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Option } from "effect"
 import type { SurveyId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { Outbox } from "../Events/Outbox.js"
+import { Outbox } from "../Events/OutboxRepo.js"
 import { SurveyRepo } from "./SurveyRepo.js"
 
 export type LifecycleAction = "publish" | "close" | "trash"
