@@ -54,6 +54,7 @@ import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
 import { WebhooksHttpLive } from "./Webhooks/Http.js"
 import { PurgeLive } from "./Webhooks/Purge.js"
 import { Redelivery } from "./Webhooks/Redelivery.js"
+import { RedeliveryRepo } from "./Webhooks/RedeliveryRepo.js"
 import { Signer } from "./Webhooks/Signer.js"
 import { WebhookRepo } from "./Webhooks/WebhookRepo.js"
 
@@ -75,7 +76,7 @@ export const RepositoriesLive = Layer.mergeAll(
   ResponseRepo.Default,
   AggregateRepo.Default,
   WebhookRepo.Default,
-  Redelivery.Default,
+  RedeliveryRepo.Default,
   Outbox.Default,
   EmbedSessions.Default,
   RespondentTokens.Default,
@@ -92,6 +93,7 @@ export const ServicesLive = Layer.mergeAll(
   ResponseWriter.Default,
   RespondentLimits.Default,
   DeliveryRepo.Default,
+  Redelivery.Default,
   Aggregator.Default,
   ResponseDeletion.Default,
   Drain.Default,
