@@ -126,10 +126,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       sqlite: () => (_scope: typeof Scope.Type) => Effect.void
     })
 
-    /**
-     * Waits for the transactions still writing events and holds new ones back until this one
-     * commits (PostgreSQL; SQLite's write transaction already excludes them): see `put`.
-     */
+    // SQLite's write transaction already excludes every other writer of events (see `put`).
     const settleEvents = dialect.choose({
       pg: () => sql`LOCK TABLE events IN SHARE MODE`.pipe(Effect.asVoid),
       sqlite: () => Effect.void
