@@ -15,7 +15,7 @@ import { AppConfig, type AppSettings, DEFAULT_HOST } from "./Config.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "./Embeds/Http.js"
 import { ErasuresLive } from "./Erasures/Http.js"
-import { Outbox } from "./Events/Outbox.js"
+import { Outbox } from "./Events/OutboxRepo.js"
 import { Idempotency, IdempotencyPurgeLive } from "./Http/Idempotency.js"
 import { idleTimeoutFor } from "./Http/IdleTimeout.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
@@ -58,6 +58,7 @@ import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
 import { WebhooksHttpLive } from "./Webhooks/Http.js"
 import { PurgeLive } from "./Webhooks/Purge.js"
 import { Redelivery } from "./Webhooks/Redelivery.js"
+import { RedeliveryRepo } from "./Webhooks/RedeliveryRepo.js"
 import { Signer } from "./Webhooks/Signer.js"
 import { WebhookRepo } from "./Webhooks/WebhookRepo.js"
 
@@ -81,7 +82,7 @@ export const RepositoriesLive = Layer.mergeAll(
   CsvExportRepo.Default,
   AggregateRepo.Default,
   WebhookRepo.Default,
-  Redelivery.Default,
+  RedeliveryRepo.Default,
   Outbox.Default,
   EmbedSessions.Default,
   RespondentTokens.Default,
@@ -98,6 +99,7 @@ export const ServicesLive = Layer.mergeAll(
   ResponseWriter.Default,
   RespondentLimits.Default,
   DeliveryRepo.Default,
+  Redelivery.Default,
   Aggregator.Default,
   ResponseDeletion.Default,
   Drain.Default,

@@ -1,6 +1,7 @@
+// Measured shortcut (docs/architecture.md#measured-shortcuts): typed value reads and the one-statement snapshot, measured by `bun run bench:read`, guarded by test/TypedReads.test.ts.
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
-import { parseStoredOptions, StoredOptions, StoredQuestionType } from "../Domain/Question.js"
+import { parseStoredOptions, StoredQuestionType } from "../Domain/Question.js"
 import { Reader } from "../Sql/Reader.js"
 import {
   analyticsSnapshotSql,
@@ -21,36 +22,39 @@ import {
   type QuestionDef,
   type ResponseInput
 } from "./Compute.js"
-import { positional, readSettled } from "../Sql/Dialect.js"
-import { ResponseId, responseId as brandResponseId, SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
+import { SqlDialect } from "../Sql/Dialect.js"
+import { type ResponseId, responseId as brandResponseId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 
 const chunk = 500
 
-const QuestionDefRow = Schema.Struct({
-  id: Schema.String,
-  surveyId: SurveyId,
-  type: StoredQuestionType,
-  position: Schema.Number,
-  deleted: Schema.Number,
-  options: StoredOptions
-})
-const decodeQuestions = Schema.decodeUnknown(Schema.Array(QuestionDefRow))
+const surveyIdColumn = (select: string) => column.map(column.text(select), brandSurveyId)
+const responseIdColumn = (select: string) => column.map(column.text(select), brandResponseId)
 
-const toDef = (row: typeof QuestionDefRow.Type): QuestionDef => ({
-  id: row.id,
-  type: row.type,
-  position: row.position,
-  deleted: row.deleted !== 0,
-  options: row.options
+/** A question as analytics reads it, with its survey; read from `questions q`. */
+const QuestionColumns = rowShape({
+  id: column.text("q.id"),
+  surveyId: surveyIdColumn("q.survey_id"),
+  type: column.oneOf("q.type", StoredQuestionType.literals),
+  position: column.num("q.position"),
+  deleted: column.map(column.num("q.deleted"), (deleted) => deleted !== 0),
+  options: column.map(column.text("q.options"), parseStoredOptions)
 })
 
-const ContributionRow = Schema.Struct({ responseId: ResponseId, surveyId: SurveyId, contribution: ContributionJson })
-const decodeContributions = Schema.decodeUnknown(Schema.Array(ContributionRow))
-const ChangeRow = Schema.Struct({ seq: Schema.Number, responseId: ResponseId, surveyId: SurveyId })
-const decodeChanges = Schema.decodeUnknown(Schema.Array(ChangeRow))
-const decodeSignatures = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ surveyId: SurveyId, signature: Schema.String }))
-)
+const toDef = ({ surveyId: _, ...question }: ReturnType<typeof QuestionColumns.read>): QuestionDef => question
+
+const decodeContribution = Schema.decodeSync(ContributionJson)
+const ContributionColumns = rowShape({
+  responseId: responseIdColumn("response_id"),
+  surveyId: surveyIdColumn("survey_id"),
+  contribution: column.map(column.text("contribution"), decodeContribution)
+})
+const ChangeColumns = rowShape({
+  seq: column.num("seq"),
+  responseId: responseIdColumn("response_id"),
+  surveyId: surveyIdColumn("survey_id")
+})
+const SurveySignatureColumns = rowShape({ surveyId: surveyIdColumn("survey_id"), signature: column.text("signature") })
+const SurveyIdColumns = rowShape({ id: surveyIdColumn("id") })
 
 /** A stored answer's values: a JSON array of strings; anything else counts as no answer. */
 const parseValues = (text: unknown): ReadonlyArray<string> => {
@@ -61,21 +65,20 @@ const parseValues = (text: unknown): ReadonlyArray<string> => {
 
 /** An answer as analytics reads it: its values only, the survey's questions are read apart. */
 const AnswerValuesColumns = rowShape({
-  responseId: column.map(column.text("response_id"), brandResponseId),
+  responseId: responseIdColumn("response_id"),
   questionId: column.text("question_id"),
   values: column.map(column.nullableText("\"values\""), parseValues)
 })
 
 const responseFields = {
-  id: column.map(column.text("id"), brandResponseId),
-  surveyId: column.map(column.text("survey_id"), brandSurveyId),
+  id: responseIdColumn("id"),
+  surveyId: surveyIdColumn("survey_id"),
   completed: column.map(column.num("completed"), (completed) => completed === 1)
 }
 const ResponseColumns = rowShape(responseFields)
 /** A response row of a rebuild's keyset page, with the key it is ordered by. */
 const PagedResponseColumns = rowShape({ ...responseFields, createdAt: column.text("created_at") })
 
-const SignatureColumns = rowShape({ signature: column.text("signature") })
 const PositionColumns = rowShape({ seq: column.num("seq") })
 /** The newest change, NULL while the log is empty. */
 const LatestChangeColumns = rowShape({ seq: column.nullableNum("MAX(seq) AS seq") })
@@ -193,22 +196,22 @@ const foldCounters = (rows: ReadonlyArray<Row>) => {
 export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/AggregateRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* SqlDialect
     const reader = yield* Reader
 
     /** Every question of a survey, deleted ones and sections included. */
     const questionsOf = (surveyId: SurveyId) =>
-      sql`SELECT id, survey_id, type, position, deleted, options FROM questions WHERE survey_id = ${surveyId}`.pipe(
-        Effect.flatMap(decodeQuestions),
-        Effect.map((rows) => rows.map(toDef))
+      Effect.map(
+        sql`SELECT ${sql.literal(QuestionColumns.columns)} FROM questions q WHERE q.survey_id = ${surveyId}`.values,
+        (rows) => rows.map((row) => toDef(QuestionColumns.read(row)))
       )
 
     /** Question layouts of every survey that has stored aggregates. */
     const storedLayouts = Effect.gen(function*() {
-      const signatures = yield* sql`SELECT survey_id, signature FROM analytics_surveys`.pipe(
-        Effect.flatMap(decodeSignatures)
-      )
-      const rows = yield* sql`SELECT q.id, q.survey_id, q.type, q.position, q.deleted, q.options
-        FROM questions q JOIN analytics_surveys s ON s.survey_id = q.survey_id`.pipe(Effect.flatMap(decodeQuestions))
+      const signatures = (yield* sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys`.values)
+        .map(SurveySignatureColumns.read)
+      const rows = (yield* sql`SELECT ${sql.literal(QuestionColumns.columns)}
+        FROM questions q JOIN analytics_surveys s ON s.survey_id = q.survey_id`.values).map(QuestionColumns.read)
       const questions = Arr.groupBy(rows, (row) => row.surveyId)
       return signatures.map((s) => ({
         surveyId: s.surveyId,
@@ -219,7 +222,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
 
     /** The stored counters of one survey and the layout signature they were built against. */
     const load = (surveyId: SurveyId) =>
-      Effect.map(sql.unsafe(positional(sql, storedCountersSql), [surveyId]).values, (rows) => foldCounters(rows).stored)
+      Effect.map(sql.unsafe(dialect.positional(storedCountersSql), [surveyId]).values, (rows) => foldCounters(rows).stored)
 
     /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
     const addDelta = (surveyId: SurveyId, delta: Aggregates, signature: string) =>
@@ -325,9 +328,9 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
 
     const contributionsOf = (ids: ReadonlyArray<ResponseId>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
-        sql`SELECT response_id, survey_id, contribution FROM analytics_contributions
-            WHERE response_id IN ${sql.in(part)}`.pipe(Effect.flatMap(decodeContributions))).pipe(
-          Effect.map((parts): ReadonlyArray<StoredContribution> => Arr.flatten(parts))
+        sql`SELECT ${sql.literal(ContributionColumns.columns)} FROM analytics_contributions
+            WHERE response_id IN ${sql.in(part)}`.values).pipe(
+          Effect.map((parts): ReadonlyArray<StoredContribution> => Arr.flatten(parts).map(ContributionColumns.read))
         )
 
     const saveContributions = (rows: ReadonlyArray<StoredContribution>) =>
@@ -354,18 +357,16 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
 
     const storedSignature = (surveyId: SurveyId) =>
       Effect.map(
-        sql`SELECT ${sql.literal(SignatureColumns.columns)} FROM analytics_surveys WHERE survey_id = ${surveyId}`.values,
-        (rows) => (rows[0] === undefined ? null : SignatureColumns.at.signature(rows[0]))
+        sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys WHERE survey_id = ${surveyId}`.values,
+        (rows) => (rows[0] === undefined ? null : SurveySignatureColumns.at.signature(rows[0]))
       )
 
     // Read at the start of the aggregator's transaction: on PostgreSQL the row stays locked until it
     // commits, so two processes never apply the same changes (on SQLite the transaction holds the
     // write lock from its start).
     const position = Effect.map(
-      sql.onDialectOrElse({
-        pg: () => sql`SELECT ${sql.literal(PositionColumns.columns)} FROM analytics_position WHERE id = 1 FOR UPDATE`.values,
-        orElse: () => sql`SELECT ${sql.literal(PositionColumns.columns)} FROM analytics_position WHERE id = 1`.values
-      }),
+      sql`SELECT ${sql.literal(PositionColumns.columns)} FROM analytics_position p WHERE id = 1${dialect.lockRows("p")}`
+        .values,
       (rows) => (rows[0] === undefined ? 0 : PositionColumns.at.seq(rows[0]))
     )
     const setPosition = (seq: number) => sql`UPDATE analytics_position SET seq = ${seq} WHERE id = 1 AND seq < ${seq}`
@@ -383,20 +384,29 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       sql`DELETE FROM response_changes WHERE seq > ${after} AND seq <= ${upTo}`
     /** The next changes past `seq`, none of them passing over a change still being written (readSettled). */
     const changesAfter = (seq: number, limit: number) =>
-      readSettled(
-        sql,
+      dialect.readSettled(
         "response_changes",
-        sql`SELECT seq, response_id, survey_id FROM response_changes WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`
-          .pipe(Effect.flatMap(decodeChanges)),
+        Effect.map(
+          sql`SELECT ${sql.literal(ChangeColumns.columns)} FROM response_changes
+              WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`.values,
+          (rows) => rows.map(ChangeColumns.read)
+        ),
         (changes) => changes.length > 0
       )
-    const surveyIds = sql`SELECT id FROM surveys ORDER BY id`.pipe(
-      Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: SurveyId })))),
-      Effect.map((rows) => rows.map((r) => r.id))
+    const surveyIds = Effect.map(
+      sql`SELECT ${sql.literal(SurveyIdColumns.columns)} FROM surveys ORDER BY id`.values,
+      (rows) => rows.map(SurveyIdColumns.at.id)
     )
 
     const surveyExists = (surveyId: SurveyId) =>
-      sql`SELECT 1 AS found FROM surveys WHERE id = ${surveyId}`.pipe(Effect.map((rows) => rows.length > 0))
+      Effect.map(sql`SELECT 1 AS found FROM surveys WHERE id = ${surveyId}`.values, (rows) => rows.length > 0)
+
+    // A full rebuild writes a contribution per response: the write-ahead log is folded back into
+    // the database at once rather than on the next small commit of a running server (SQLite only).
+    const checkpoint = dialect.choose({
+      sqlite: () => Effect.asVoid(sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)")),
+      pg: () => Effect.void
+    })
 
     return {
       surveyExists,
@@ -417,7 +427,8 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       latestChange,
       changesAfter,
       pruneChanges,
-      surveyIds
+      surveyIds,
+      checkpoint
     } as const
   })
 }) {}

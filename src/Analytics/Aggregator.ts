@@ -1,8 +1,8 @@
-import { SqlClient } from "@effect/sql"
 import { Array as Arr, Data, Effect, Layer, Metric, Schedule } from "effect"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically, traced } from "../Background/Supervise.js"
 import type { SurveyId } from "../Domain/Ids.js"
+import { Transactions } from "../Sql/Transactions.js"
 import { aggregatorLag } from "../Telemetry/Metrics.js"
 import { AggregateRepo, type PagePosition, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, signatureOf } from "./Compute.js"
@@ -25,7 +25,7 @@ const rebuildPage = 1000
  */
 export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregator", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const transactions = yield* Transactions
     const repo = yield* AggregateRepo
     // The loop, the layout sweep and an operator rebuild never interleave their transactions.
     const lock = yield* Effect.makeSemaphore(1)
@@ -57,7 +57,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
 
     /** Recomputes one survey's aggregates from its responses; answers how many it read. */
     const rebuild = Effect.fn("Aggregator.rebuild")(function*(surveyId: SurveyId) {
-      return yield* lock.withPermits(1)(sql.withTransaction(rebuildInTransaction(surveyId)))
+      return yield* lock.withPermits(1)(transactions.within(rebuildInTransaction(surveyId)))
     })
 
     /** `rebuild` for an operator: an unknown id is an error rather than an empty survey. */
@@ -76,18 +76,13 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       for (const id of ids) responses += yield* rebuild(id)
       yield* repo.setPosition(upTo)
       yield* repo.pruneChanges(0, upTo)
-      // A full rebuild writes a contribution per response: fold the write-ahead log back into the
-      // database now rather than on the next small commit of a running server (SQLite only).
-      yield* sql.onDialectOrElse({
-        pg: () => Effect.void,
-        orElse: () => sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)")
-      })
+      yield* repo.checkpoint
       return { surveys: ids.length, responses }
     })
 
     /** Applies the next batch of changes; answers how many change rows it consumed. */
     const step = Effect.fn("Aggregator.step")(function*() {
-      return yield* lock.withPermits(1)(sql.withTransaction(Effect.gen(function*() {
+      return yield* lock.withPermits(1)(transactions.within(Effect.gen(function*() {
         const from = yield* repo.position
         const changes = yield* repo.changesAfter(from, batchSize)
         const last = changes[changes.length - 1]

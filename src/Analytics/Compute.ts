@@ -1,3 +1,4 @@
+// Measured shortcut (docs/architecture.md#measured-shortcuts): `analyticsOf` answers in the wire form, sent pre-encoded; `bun run bench:read`, guarded by test/WireEncoding.test.ts.
 import { Schema } from "effect"
 import type { Analytics, NumericSummary } from "../Domain/Analytics.js"
 import { StoredQuestionType } from "../Domain/Question.js"

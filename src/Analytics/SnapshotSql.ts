@@ -1,4 +1,4 @@
-// Kept free of imports: the read benchmark's baseline runs the same statements.
+// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:read`, guarded by test/TypedReads.test.ts. Rows are read by position because the union's rows have no one shape; no imports, as the benchmark's baseline runs the same text.
 
 /**
  * One branch of the union below: the table it reads and what each of the union's nine columns
@@ -83,8 +83,7 @@ const union = (branches: ReadonlyArray<SnapshotBranch>) =>
   ).join("\n  UNION ALL ")
 
 /**
- * The five counter tables of a survey in one statement, as value rows with typed column reads
- * instead of a Schema decode per row (docs/performance.md). `?1` is the survey id.
+ * The five counter tables of a survey in one statement. `?1` is the survey id.
  */
 export const storedCountersSql = union([surveyBranch, reachBranch, questionCountersBranch, optionsBranch, numbersBranch])
 

@@ -1,7 +1,7 @@
 import { Clock, Data, Effect, Option } from "effect"
 import type { SurveyId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { Outbox } from "../Events/Outbox.js"
+import { Outbox } from "../Events/OutboxRepo.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "./SurveyRepo.js"
 

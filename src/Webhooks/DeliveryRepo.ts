@@ -1,12 +1,12 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
 import { WebhookId } from "../Domain/Ids.js"
-import { readSettled } from "../Sql/Dialect.js"
+import { SqlDialect } from "../Sql/Dialect.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
-/** A claimed delivery with what its attempt needs; the webhook fields are null once it was removed. */
-export const ClaimedRow = Schema.Struct({
+/** A claimed delivery as read: the webhook's columns are null once it was removed. */
+const ClaimedRow = Schema.Struct({
   id: Schema.Number,
   eventId: Schema.String,
   eventType: Schema.String,
@@ -19,7 +19,35 @@ export const ClaimedRow = Schema.Struct({
   targetUrl: Schema.NullOr(Schema.String),
   secret: Schema.NullOr(Schema.String)
 })
-export type ClaimedRow = typeof ClaimedRow.Type
+
+/** Where a claimed delivery goes: its webhook's endpoint and the log its attempts are listed in. */
+export interface DeliveryTarget {
+  readonly url: string
+  readonly secret: string
+  readonly scope: "survey" | "workspace"
+}
+
+/** A claimed delivery with what its attempt needs. */
+export interface ClaimedDelivery {
+  readonly id: number
+  readonly eventId: string
+  readonly eventType: string
+  readonly workspaceId: string
+  readonly surveyId: string | null
+  readonly payload: string
+  /** Attempts made before this one. */
+  readonly attempts: number
+  readonly webhookId: WebhookId
+  /** None once the webhook was removed: nothing is sent. */
+  readonly target: Option.Option<DeliveryTarget>
+}
+
+const toClaimed = ({ secret, targetUrl, webhookSurveyId, ...delivery }: typeof ClaimedRow.Type): ClaimedDelivery => ({
+  ...delivery,
+  target: targetUrl === null || secret === null
+    ? Option.none()
+    : Option.some({ url: targetUrl, secret, scope: webhookSurveyId === null ? "workspace" : "survey" })
+})
 
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
@@ -40,6 +68,7 @@ const Depth = Schema.Struct({ depth: Schema.Number })
 export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/DeliveryRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* SqlDialect
     const webhooks = yield* WebhookRepo
     // Leases carry this process's name: it renews and releases only its own.
     const owner = (yield* Instance).id
@@ -51,7 +80,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         sql`SELECT c.last_seq,
                    (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}) AS upcoming)
                      AS max_seq
-            FROM outbox_cursors c WHERE c.name = 'webhooks'${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE OF c`, orElse: () => sql`` })}`
+            FROM outbox_cursors c WHERE c.name = 'webhooks'${dialect.lockRows("c")}`
     })
 
     /**
@@ -64,7 +93,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         // SQLite the transaction holds the write lock from its start).
         // Events of transactions still open may hold numbers below those already visible: read
         // again once they have ended (readSettled), so that the cursor never passes over one.
-        const cursor = yield* readSettled(sql, "events", readCursor(batch), (rows) => rows.some((r) => r.maxSeq !== null))
+        const cursor = yield* dialect.readSettled("events", readCursor(batch), (rows) => rows.some((r) => r.maxSeq !== null))
         const row = cursor[0]
         if (row === undefined || row.maxSeq === null) return 0
         yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
@@ -102,26 +131,25 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     // per-webhook read as a lateral join (as a subquery in the join condition it is planned once
     // per row of deliveries when the table's statistics are old); SQLite has no lateral join, and
     // runs the subquery once per webhook.
+    const dueJoin = dialect.choose({
+      pg: () => (due: Statement.Fragment) =>
+        sql`SELECT d.id, d.webhook_id FROM webhooks w
+            CROSS JOIN LATERAL (SELECT id, webhook_id, next_attempt_at ${due}) d
+            WHERE w.disabled_reason IS NULL
+            ORDER BY d.next_attempt_at, d.id`,
+      sqlite: () => (due: Statement.Fragment) =>
+        sql`SELECT d.id, d.webhook_id FROM webhooks w
+            JOIN deliveries d ON d.id IN (SELECT id ${due})
+            WHERE w.disabled_reason IS NULL
+            ORDER BY d.next_attempt_at, d.id`
+    })
     const dueRows = SqlSchema.findAll({
       Request: Schema.Struct({ now: Schema.Number, perWebhook: Schema.Number }),
       Result: DueRow,
-      execute: ({ now, perWebhook }) => {
-        const due = sql`FROM deliveries
+      execute: ({ now, perWebhook }) =>
+        dueJoin(sql`FROM deliveries
           WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-          ORDER BY next_attempt_at, id LIMIT ${perWebhook}`
-        return sql.onDialectOrElse({
-          pg: () =>
-            sql`SELECT d.id, d.webhook_id FROM webhooks w
-                CROSS JOIN LATERAL (SELECT id, webhook_id, next_attempt_at ${due}) d
-                WHERE w.disabled_reason IS NULL
-                ORDER BY d.next_attempt_at, d.id`,
-          orElse: () =>
-            sql`SELECT d.id, d.webhook_id FROM webhooks w
-                JOIN deliveries d ON d.id IN (SELECT id ${due})
-                WHERE w.disabled_reason IS NULL
-                ORDER BY d.next_attempt_at, d.id`
-        })
-      }
+          ORDER BY next_attempt_at, id LIMIT ${perWebhook}`)
     })
 
     const lease = SqlSchema.findAll({
@@ -162,7 +190,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         if (list.length === 0) return []
         const leased = yield* lease({ ids: list, now, until: now + input.leaseMillis })
         if (leased.length === 0) return []
-        return yield* claimedById(leased.map((row) => row.id))
+        return (yield* claimedById(leased.map((row) => row.id))).map(toClaimed)
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )

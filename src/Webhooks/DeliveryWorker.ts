@@ -6,7 +6,7 @@ import { periodically, registerLoop, supervise } from "../Background/Supervise.j
 import { AppConfig } from "../Config.js"
 import { outboxDepth, webhookDeliveries } from "../Telemetry/Metrics.js"
 import { attemptOnce } from "./Attempt.js"
-import { type ClaimedRow, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
+import { type ClaimedDelivery, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { DeliveryRounds, DeliverySettings } from "./DeliverySettings.js"
 import { nextAttemptAt } from "./RetrySchedule.js"
 import type { AttemptOutcome } from "./Sender.js"
@@ -20,16 +20,17 @@ const byOutcome = {
 }
 
 /** One attempt of a claimed delivery and where the retry schedule moves it; none once its webhook is gone. */
-const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedRow) {
+const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedDelivery) {
   const repo = yield* DeliveryRepo
-  if (row.targetUrl === null || row.secret === null) {
+  if (Option.isNone(row.target)) {
     yield* repo.drop(row.id)
     return Option.none<Settled>()
   }
+  const target = row.target.value
   const attemptedAt = yield* Clock.currentTimeMillis
   const outcome: AttemptOutcome = yield* attemptOnce({
-    targetUrl: row.targetUrl,
-    secret: row.secret,
+    targetUrl: target.url,
+    secret: target.secret,
     eventId: row.eventId,
     body: row.payload
   })
@@ -50,7 +51,7 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
     next,
     attempt: {
       deliveryId: row.id,
-      scope: row.webhookSurveyId === null ? "workspace" : "survey",
+      scope: target.scope,
       workspaceId: row.workspaceId,
       surveyId: row.surveyId,
       eventId: row.eventId,
@@ -112,7 +113,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const releaseDelivery = (id: number) => releaseOrLapse(`lease of delivery ${id}`)(repo.release([id]))
 
-  const run = (row: ClaimedRow) =>
+  const run = (row: ClaimedDelivery) =>
     attemptDelivery(row).pipe(
       // The attempt and the write of its outcome are one piece of work in flight for a drain. Once
       // the outcome is known, the worker is as good as woken: it is, once the slot is free again.

@@ -10,10 +10,11 @@ import { defaultEventTypes, type EventEnvelope } from "../Domain/Event.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import type { RecoveryWindow, WebhookTarget } from "./Api.js"
 import { attemptOnce } from "./Attempt.js"
-import { eventRetention, Redelivery, type WebhookScope } from "./Redelivery.js"
+import { eventRetention, Redelivery } from "./Redelivery.js"
+import type { WebhookScope } from "./RedeliveryRepo.js"
 import { Signer } from "./Signer.js"
 import { DNS_LOOKUP_TIMEOUT, parseTarget, resolveTarget } from "./UrlPolicy.js"
-import { type AttemptRow, WebhookRepo } from "./WebhookRepo.js"
+import { type LoggedAttempt, WebhookRepo } from "./WebhookRepo.js"
 
 /** Workspace webhook endpoints are closed to survey-limited keys (api-v1 §5). */
 const requireWorkspaceKey = Effect.gen(function*() {
@@ -24,12 +25,12 @@ const requireWorkspaceKey = Effect.gen(function*() {
   return key
 })
 
-const toAttempt = (row: AttemptRow) => ({
+const toAttempt = (row: LoggedAttempt) => ({
   id: row.id,
   eventId: row.eventId,
   eventType: row.eventType,
   surveyId: row.surveyId,
-  ok: row.ok === 1,
+  ok: row.ok,
   responseStatus: row.responseStatus,
   error: row.error,
   attemptedAt: toIso(row.attemptedAt)
@@ -67,10 +68,10 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       Option.match(found, {
         onNone: () => ({ enabled: false, targetUrl: null, events: [], disabledReason: null }),
         onSome: (webhook) => ({
-          enabled: webhook.disabledReason === null,
+          enabled: webhook.enabled,
           targetUrl: webhook.targetUrl,
           events: webhook.events,
-          disabledReason: webhook.disabledReason
+          disabledReason: Option.getOrNull(webhook.disabledReason)
         })
       }))
 
@@ -83,9 +84,9 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       if (Option.isNone(found)) {
         return yield* new InvalidRequest({ message: `${none}; ${put} first.` })
       }
-      if (found.value.disabledReason !== null) {
+      if (Option.isSome(found.value.disabledReason)) {
         return yield* new InvalidRequest({
-          message: `The webhook was disabled (${found.value.disabledReason}); ${put} enables it again.`
+          message: `The webhook was disabled (${found.value.disabledReason.value}); ${put} enables it again.`
         })
       }
       return found.value

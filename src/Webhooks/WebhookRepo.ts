@@ -4,9 +4,10 @@ import { makeId, SurveyId, WebhookId, webhookId as asWebhookId, WorkspaceId } fr
 import { toIso } from "../Domain/Time.js"
 import { DisabledReason } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
+import { SqlDialect } from "../Sql/Dialect.js"
 
-/** A configured endpoint: survey-scoped, or workspace-wide when `surveyId` is null. */
-export const WebhookRow = Schema.Struct({
+/** A configured endpoint as stored: `disabledReason` is null while it is enabled. */
+const WebhookRow = Schema.Struct({
   id: WebhookId,
   workspaceId: WorkspaceId,
   surveyId: Schema.NullOr(SurveyId),
@@ -14,10 +15,17 @@ export const WebhookRow = Schema.Struct({
   secret: Schema.String,
   disabledReason: Schema.NullOr(DisabledReason)
 })
-export type WebhookRow = typeof WebhookRow.Type
 
-/** A configured endpoint with the event types it receives, in catalogue order. */
-export interface Webhook extends WebhookRow {
+/** A configured endpoint, survey-scoped or workspace-wide (`surveyId` null), with the event types it receives in catalogue order. */
+export interface Webhook {
+  readonly id: WebhookId
+  readonly workspaceId: WorkspaceId
+  readonly surveyId: SurveyId | null
+  readonly targetUrl: string
+  readonly secret: string
+  readonly enabled: boolean
+  /** Why it was switched off; none while it is enabled. */
+  readonly disabledReason: Option.Option<DisabledReason>
   readonly events: ReadonlyArray<SubscribableEventType>
 }
 
@@ -28,17 +36,25 @@ export const failingFor = Duration.days(5)
 /** A webhook beside one of its event types (null when it has none). */
 const WebhookTypeRow = Schema.Struct({ ...WebhookRow.fields, eventType: Schema.NullOr(SubscribableEventType) })
 
-export const AttemptRow = Schema.Struct({
+/** A flag stored as 0 or 1. */
+const Flag = Schema.transform(Schema.Literal(0, 1), Schema.Boolean, {
+  strict: true,
+  decode: (stored) => stored === 1,
+  encode: (flag) => (flag ? 1 : 0)
+})
+
+/** One attempt of the delivery log. */
+const LoggedAttempt = Schema.Struct({
   id: Schema.String,
   eventId: Schema.String,
   eventType: Schema.String,
   surveyId: Schema.NullOr(Schema.String),
-  ok: Schema.Number,
+  ok: Flag,
   responseStatus: Schema.NullOr(Schema.Number),
   error: Schema.NullOr(Schema.String),
   attemptedAt: Schema.Number
 })
-export type AttemptRow = typeof AttemptRow.Type
+export type LoggedAttempt = typeof LoggedAttempt.Type
 
 export interface NewAttempt {
   readonly deliveryId: number | null
@@ -60,6 +76,7 @@ const HealthRow = Schema.Struct({ disabledReason: Schema.NullOr(DisabledReason) 
 export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/WebhookRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* SqlDialect
 
     const findScope = SqlSchema.findOne({
       Request: Scope,
@@ -85,9 +102,14 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       const rows = yield* findWithTypes({ workspaceId, surveyId }).pipe(Effect.orDie)
       const first = rows[0]
       if (first === undefined) return Option.none<Webhook>()
-      const { eventType: _, ...webhook } = first
+      const { disabledReason, eventType: _, ...webhook } = first
       const types = new Set(rows.map((row) => row.eventType))
-      return Option.some<Webhook>({ ...webhook, events: catalogue.filter((type) => types.has(type)) })
+      return Option.some<Webhook>({
+        ...webhook,
+        enabled: disabledReason === null,
+        disabledReason: Option.fromNullable(disabledReason),
+        events: catalogue.filter((type) => types.has(type))
+      })
     })
 
     /**
@@ -96,14 +118,19 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
      * scope would both find no webhook and both insert one. A transaction-scoped advisory lock on
      * the scope's name serialises them there.
      */
-    const lockScope = (scope: { readonly workspaceId: WorkspaceId; readonly surveyId: SurveyId | null }) =>
-      sql.onDialectOrElse({
-        pg: () =>
-          sql`SELECT pg_advisory_xact_lock(hashtext(${`webhook:${scope.workspaceId}:${scope.surveyId ?? ""}`}))`.pipe(
-            Effect.asVoid
-          ),
-        orElse: () => Effect.void
-      })
+    const lockScope = dialect.choose({
+      pg: () => (scope: typeof Scope.Type) =>
+        sql`SELECT pg_advisory_xact_lock(hashtext(${`webhook:${scope.workspaceId}:${scope.surveyId ?? ""}`}))`.pipe(
+          Effect.asVoid
+        ),
+      sqlite: () => (_scope: typeof Scope.Type) => Effect.void
+    })
+
+    // SQLite's write transaction already excludes every other writer of events (see `put`).
+    const settleEvents = dialect.choose({
+      pg: () => sql`LOCK TABLE events IN SHARE MODE`.pipe(Effect.asVoid),
+      sqlite: () => Effect.void
+    })
 
     /**
      * Registers or replaces the endpoint of a scope with a new secret and the event types it
@@ -136,10 +163,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
           // still writing events and holds new ones back until it commits (as the fan-out does,
           // src/Sql/Dialect.ts readSettled): then every event numbered up to the highest one has
           // committed before the webhook, and every later one commits after it with a higher number.
-          yield* sql.onDialectOrElse({
-            pg: () => sql`LOCK TABLE events IN SHARE MODE`.pipe(Effect.asVoid),
-            orElse: () => Effect.void
-          })
+          yield* settleEvents
           yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
                      SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
                             COALESCE(MAX(seq), 0), ${now}, ${now} FROM events`
@@ -242,7 +266,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
 
     const listWorkspace = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, limit: Schema.Number }),
-      Result: AttemptRow,
+      Result: LoggedAttempt,
       execute: ({ limit, workspaceId }) =>
         sql`SELECT id, event_id, event_type, survey_id, ok, response_status, error, attempted_at
             FROM delivery_attempts WHERE workspace_id = ${workspaceId} AND scope = 'workspace'
@@ -251,7 +275,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
 
     const listSurvey = SqlSchema.findAll({
       Request: Schema.Struct({ surveyId: Schema.String, limit: Schema.Number }),
-      Result: AttemptRow,
+      Result: LoggedAttempt,
       execute: ({ limit, surveyId }) =>
         sql`SELECT id, event_id, event_type, survey_id, ok, response_status, error, attempted_at
             FROM delivery_attempts WHERE survey_id = ${surveyId} AND scope = 'survey'
