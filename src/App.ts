@@ -31,6 +31,7 @@ import { QuestionRepo } from "./Questions/QuestionRepo.js"
 import { RespondentAuthLive, RespondentHttpLive } from "./Respondents/Http.js"
 import { RespondentLimits } from "./Respondents/RespondentLimits.js"
 import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
+import { RespondentTokenRepo } from "./Respondents/RespondentTokenRepo.js"
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
 import { ResponseWriter } from "./Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
@@ -78,8 +79,7 @@ export const RepositoriesLive = Layer.mergeAll(
   Redelivery.Default,
   Outbox.Default,
   EmbedSessions.Default,
-  RespondentTokens.Default,
-  RespondentPurge.Default,
+  RespondentTokenRepo.Default,
   Idempotency.Default,
   UsageStoreLive,
   JobLeases.Default
@@ -90,6 +90,8 @@ export const ServicesLive = Layer.mergeAll(
   SurveyAccess.Default,
   SurveyLifecycle.Default,
   ResponseWriter.Default,
+  RespondentTokens.Default,
+  RespondentPurge.Default,
   RespondentLimits.Default,
   DeliveryRepo.Default,
   Aggregator.Default,

@@ -4,7 +4,7 @@ import { InvalidRequest, NotFound, RateLimited, ServiceUnavailable, Unauthorized
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { MAX_TEXT_LENGTH } from "./AnswerValidation.js"
-import type { RespondentContext } from "./RespondentTokens.js"
+import type { RespondentContext } from "../Domain/Respondent.js"
 
 /** The respondent token of the current request, provided by `RespondentAuth`. */
 export class CurrentRespondent extends Context.Tag("Respondents/CurrentRespondent")<

@@ -4,7 +4,8 @@ import { Api } from "../Api.js"
 import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
 import { CurrentRespondent, RespondentAuth, ResponseSaved, ResponseStarted, Submission } from "./Api.js"
 import { RespondentLimits } from "./RespondentLimits.js"
-import { RespondentTokens, tokenRefused } from "./RespondentTokens.js"
+import { tokenRefused } from "../Domain/Respondent.js"
+import { RespondentTokens } from "./RespondentTokens.js"
 import { ResponseWriter } from "./ResponseWriter.js"
 
 /**

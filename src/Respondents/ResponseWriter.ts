@@ -14,7 +14,7 @@ import { dialectOf } from "../Sql/Dialect.js"
 import { column, rowShape } from "../Sql/Rows.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { missingRequired, type SubmittedAnswer, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
-import { type RespondentContext, tokenRefused } from "./RespondentTokens.js"
+import { type RespondentContext, tokenRefused } from "../Domain/Respondent.js"
 
 export interface Submission {
   readonly answers: ReadonlyArray<SubmittedAnswer>
@@ -54,10 +54,10 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         // exclusively by a save that may start one, so that of two such saves at once the second
         // finds the first's response. A survey page's token (no person, any number of responses)
         // is signed, not stored: nothing to hold.
-        if (respondent.externalUserId !== null || respondent.singleResponse !== 0) {
+        if (respondent.externalUserId !== null || respondent.singleResponse) {
           const mode = dialectOf(sql) !== "pg"
             ? sql``
-            : Option.isNone(target) && respondent.singleResponse !== 0
+            : Option.isNone(target) && respondent.singleResponse
             ? sql` FOR UPDATE`
             : sql` FOR SHARE`
           const held = yield* sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${respondent.tokenHash}${mode}`.values
@@ -90,7 +90,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Respondent
         const responseId = yield* Option.match(target, {
           onNone: () =>
             Effect.gen(function*() {
-              if (respondent.singleResponse !== 0) {
+              if (respondent.singleResponse) {
                 const started = yield* sql`
                   SELECT response_id FROM respondent_responses WHERE token_hash = ${respondent.tokenHash} LIMIT 1`.values
                 if (started.length > 0) {
