@@ -33,12 +33,14 @@ import { RespondentLimits } from "./Respondents/RespondentLimits.js"
 import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
 import { RespondentTokenRepo } from "./Respondents/RespondentTokenRepo.js"
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
-import { ResponseWriter } from "./Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
+import { ChangeClockRepo } from "./Responses/ChangeClockRepo.js"
 import { ExportSlots } from "./Responses/ExportSlots.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
+import { ResponseWriteRepo } from "./Responses/ResponseWriteRepo.js"
+import { ResponseWriter } from "./Responses/ResponseWriter.js"
 import { busyTimeoutMs, ExportSqlLive, SqlLive } from "./Sql/Database.js"
 import { SqlDialectLive } from "./Sql/Dialect.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
@@ -74,6 +76,8 @@ export const RepositoriesLive = Layer.mergeAll(
   SurveyRepo.Default,
   QuestionRepo.Default,
   ResponseRepo.Default,
+  ResponseWriteRepo.Default,
+  ChangeClockRepo.Default,
   AggregateRepo.Default,
   WebhookRepo.Default,
   Redelivery.Default,
