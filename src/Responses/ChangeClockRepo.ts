@@ -1,3 +1,4 @@
+// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:scale --only completions`; guarded by test/PgRaces.test.ts and test/PgPool.test.ts.
 import { SqlClient, type Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { toIso } from "../Domain/Time.js"
@@ -104,18 +105,14 @@ export class ChangeClockRepo extends Effect.Service<ChangeClockRepo>()("Response
       /**
        * Gives a save its instant and records the change: `updatedAt` (and `createdAt` of a new
        * response, `completedAt` of a completing save), the survey's response count for a new
-       * response, and the `response_changes` row the aggregator follows. Call it last in the
-       * save's transaction, after every other write: the instant is the current time, or one
-       * millisecond after the last instant given out for the survey when that is later (a burst
-       * within one millisecond, a wall clock stepped back).
+       * response, and the `response_changes` row the aggregator follows. The instant is the
+       * current time, or one millisecond after the last instant given out for the survey when that
+       * is later (a burst within one millisecond, a wall clock stepped back).
        *
-       * Writers of a survey take turns from here to their commit (SQLite holds one write
-       * transaction at a time; PostgreSQL locks the survey's clock row, and the survey row for a
-       * new response, until commit), so within a survey `updatedAt` grows strictly in the order in
-       * which changes commit: a change committed after a poll read the list can never sort before
-       * what that poll saw. Because those locks are held to commit, every round trip made after
-       * taking them makes the survey's other saves wait: on PostgreSQL these are two statements,
-       * followed only by the save's events and the commit.
+       * Call it last in the save's transaction: from here to commit the survey's writers take
+       * turns (SQLite's one write transaction; PostgreSQL's lock on the survey's clock row, and on
+       * the survey row for a new response), so within a survey `updatedAt` grows in commit order,
+       * and every round trip after it makes the survey's other saves wait.
        */
       stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change) {
         return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis))
