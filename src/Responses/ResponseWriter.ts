@@ -1,6 +1,5 @@
 import { Clock, Effect, Option } from "effect"
-import type { Issue } from "../Domain/Errors.js"
-import { InvalidRequest, NotFound } from "../Domain/Errors.js"
+import { InvalidRequest, type Issue, NotFound } from "../Domain/Errors.js"
 import { makeId, ResponseId, type SurveyId, type WorkspaceId } from "../Domain/Ids.js"
 import { type RespondentContext, tokenRefused } from "../Domain/Respondent.js"
 import { SurveyResponse } from "../Domain/Response.js"
