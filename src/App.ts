@@ -32,15 +32,18 @@ import { QuestionRepo } from "./Questions/QuestionRepo.js"
 import { RespondentAuthLive, RespondentHttpLive } from "./Respondents/Http.js"
 import { RespondentLimits } from "./Respondents/RespondentLimits.js"
 import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
+import { RespondentTokenRepo } from "./Respondents/RespondentTokenRepo.js"
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
-import { ResponseWriter } from "./Respondents/ResponseWriter.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
+import { ChangeClockRepo } from "./Responses/ChangeClockRepo.js"
 import { CsvExportRepo } from "./Responses/CsvExportRepo.js"
 import { ExportSlots } from "./Responses/ExportSlots.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseDeletionRepo } from "./Responses/ResponseDeletionRepo.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
+import { ResponseWriteRepo } from "./Responses/ResponseWriteRepo.js"
+import { ResponseWriter } from "./Responses/ResponseWriter.js"
 import { busyTimeoutMs, SqlLive } from "./Sql/Database.js"
 import { SqlDialectLive } from "./Sql/Dialect.js"
 import { MigrationsLive } from "./Sql/Migrations.js"
@@ -80,13 +83,14 @@ export const RepositoriesLive = Layer.mergeAll(
   ResponseRepo.Default,
   ResponseDeletionRepo.Default,
   CsvExportRepo.Default,
+  ResponseWriteRepo.Default,
+  ChangeClockRepo.Default,
   AggregateRepo.Default,
   WebhookRepo.Default,
   RedeliveryRepo.Default,
   Outbox.Default,
   EmbedSessions.Default,
-  RespondentTokens.Default,
-  RespondentPurge.Default,
+  RespondentTokenRepo.Default,
   Idempotency.Default,
   UsageStoreLive,
   JobLeases.Default
@@ -97,6 +101,8 @@ export const ServicesLive = Layer.mergeAll(
   SurveyAccess.Default,
   SurveyLifecycle.Default,
   ResponseWriter.Default,
+  RespondentTokens.Default,
+  RespondentPurge.Default,
   RespondentLimits.Default,
   DeliveryRepo.Default,
   Redelivery.Default,

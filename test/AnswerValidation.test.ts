@@ -8,8 +8,8 @@ import {
   normalisePoint,
   validateAnswers,
   type ValidationQuestion
-} from "../src/Respondents/AnswerValidation.js"
-import { countryCodes } from "../src/Respondents/Countries.js"
+} from "../src/Responses/AnswerValidation.js"
+import { countryCodes } from "../src/Domain/Countries.js"
 
 const question = (type: ValidationQuestion["type"], extra: Partial<ValidationQuestion> = {}): ValidationQuestion => ({
   id: `q_${type}`,

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, Option, Schema } from "effect"
-import { ResponseWriter } from "../src/Respondents/ResponseWriter.js"
+import { ResponseWriter } from "../src/Responses/ResponseWriter.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"

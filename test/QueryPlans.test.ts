@@ -105,7 +105,7 @@ describe.skipIf(testDatabase === "postgres")("on SQLite", () =>
     it.effect("responses by change: updatedAfter, status and the updatedAt keyset order from an index", () =>
       Effect.gen(function*() {
         for (const [[text, params], index] of byChange) expectIndexed(yield* plan(text, params), index)
-        // Each save reads the survey's latest updatedAt (src/Responses/ChangeClock.ts): one seek.
+        // Each save reads the survey's latest updatedAt (src/Responses/ChangeClockRepo.ts): one seek.
         const latest = yield* plan(`SELECT MAX(updated_at) FROM responses WHERE survey_id = ?`, ["s"])
         expect(latest).toMatch(/SEARCH responses USING COVERING INDEX responses_by(_status)?_updated/)
       }))

@@ -277,6 +277,29 @@ layer(TestServer(respondentFixture, { publicBaseUrl: PUBLIC_BASE_URL }))("respon
       expect(rows.map((row) => row.n)).toEqual([1])
     }))
 
+  it.effect("finishing counts the answers saved before and the ones the same save removes", () =>
+    Effect.gen(function*() {
+      const { respondentToken } = yield* openAsJson("/s/srv_all")
+      const started = yield* respond(respondentToken, { answers: allTypesAnswers.slice(0, 3) })
+      const id = bodyOf(SavedBody, started).responseId
+      const before = yield* counts("srv_all")
+      const byId = (answers: ReadonlyArray<string>) => allTypesAnswers.filter((a) => answers.includes(a.questionId))
+      const rest = byId(["q_all_role", "q_all_scale"])
+      const removing = yield* respond(respondentToken, {
+        answers: [...rest, { questionId: "q_all_email", values: [] }],
+        finished: true
+      }, id)
+      expect(removing.status).toBe(400)
+      expect(bodyOf(Issues, removing).issues.map((i) => i.path)).toEqual(["questions.q_all_email"])
+      expect(yield* counts("srv_all")).toEqual(before)
+      const kept = bodyOf(ResponseBody, yield* get(`/api/v1/surveys/srv_all/responses/${id}`, TOKENS.editor))
+      expect([kept.completed, kept.answers.map((a) => a.fieldId)]).toEqual([false, ["q_all_email", "q_all_country", "q_all_since"]])
+
+      const finished = yield* respond(respondentToken, { answers: rest, finished: true }, id)
+      expect(finished.status).toBe(200)
+      expect(finished.body).toEqual({ responseId: id, completed: true })
+    }))
+
   it.effect("rejects bad answers with issues and stores nothing", () =>
     Effect.gen(function*() {
       const { respondentToken } = yield* openAsJson("/s/srv_all")

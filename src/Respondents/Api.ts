@@ -1,10 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import { InvalidRequest, NotFound, RateLimited, ServiceUnavailable, Unauthorized } from "../Domain/Errors.js"
+import type { RespondentContext } from "../Domain/Respondent.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
-import { MAX_TEXT_LENGTH } from "./AnswerValidation.js"
-import type { RespondentContext } from "./RespondentTokens.js"
+import { Submission } from "../Responses/Submission.js"
 
 /** The respondent token of the current request, provided by `RespondentAuth`. */
 export class CurrentRespondent extends Context.Tag("Respondents/CurrentRespondent")<
@@ -22,21 +22,6 @@ export class RespondentAuth extends HttpApiMiddleware.Tag<RespondentAuth>()("Res
   provides: CurrentRespondent,
   security: { respondentToken: HttpApiSecurity.bearer }
 }) {}
-
-const SubmittedAnswer = Schema.Struct({
-  questionId: Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "A question of the survey." }),
-  values: Schema.Array(Schema.String.pipe(Schema.maxLength(MAX_TEXT_LENGTH))).pipe(Schema.maxItems(200)).annotations({
-    description: "The answer, as the question type takes it (decisions §4); `[]` removes the answer."
-  })
-}).annotations({ parseOptions: { onExcessProperty: "error" } })
-
-/** What a respondent sends: some answers, and whether the response is finished. Unknown fields are refused. */
-export const Submission = Schema.Struct({
-  answers: Schema.optionalWith(Schema.Array(SubmittedAnswer).pipe(Schema.maxItems(500)), { default: () => [] }),
-  finished: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
-    description: "True completes the response: required questions must then be answered."
-  })
-}).annotations({ identifier: "Submission", parseOptions: { onExcessProperty: "error" } })
 
 export const ResponseStarted = Schema.Struct({ responseId: Schema.String }).annotations({ identifier: "ResponseStarted" })
 

@@ -1,11 +1,13 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Api } from "../Api.js"
+import { tokenRefused } from "../Domain/Respondent.js"
 import { answerResponse, Idempotency, idempotencyKeyOf, requestHash } from "../Http/Idempotency.js"
-import { CurrentRespondent, RespondentAuth, ResponseSaved, ResponseStarted, Submission } from "./Api.js"
+import { ResponseWriter } from "../Responses/ResponseWriter.js"
+import { Submission } from "../Responses/Submission.js"
+import { CurrentRespondent, RespondentAuth, ResponseSaved, ResponseStarted } from "./Api.js"
 import { RespondentLimits } from "./RespondentLimits.js"
-import { RespondentTokens, tokenRefused } from "./RespondentTokens.js"
-import { ResponseWriter } from "./ResponseWriter.js"
+import { RespondentTokens } from "./RespondentTokens.js"
 
 /**
  * Counts the request against its client address, resolves the bearer respondent token (an

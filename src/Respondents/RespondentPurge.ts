@@ -1,9 +1,9 @@
-import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Layer, Schedule, Schema } from "effect"
+import { Clock, Effect, Layer, Schedule } from "effect"
 import { JobLeases } from "../Background/JobLeases.js"
 import { periodically } from "../Background/Supervise.js"
 import { toIso } from "../Domain/Time.js"
 import { RespondentLimits } from "./RespondentLimits.js"
+import { RespondentTokenRepo } from "./RespondentTokenRepo.js"
 
 /** Spent embed sessions are kept this long after they expire, then deleted. */
 export const EMBED_SESSION_RETENTION_MILLIS = 30 * 86_400_000
@@ -15,21 +15,14 @@ export const EMBED_SESSION_RETENTION_MILLIS = 30 * 86_400_000
  */
 export class RespondentPurge extends Effect.Service<RespondentPurge>()("Respondents/RespondentPurge", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* RespondentTokenRepo
     const run = Effect.fn("RespondentPurge.run")(function*() {
       const now = yield* Clock.currentTimeMillis
-      const tokens = yield* sql`
-        DELETE FROM respondent_tokens WHERE expires_at <= ${toIso(now)} RETURNING token_hash`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ tokenHash: Schema.String }))))
-      )
-      const sessions = yield* sql`
-        DELETE FROM embed_sessions
-        WHERE expires_at <= ${toIso(now - EMBED_SESSION_RETENTION_MILLIS)}
-          AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = embed_sessions.id)
-        RETURNING id`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))))
-      return { tokens: tokens.length, embedSessions: sessions.length } as const
+      const tokens = yield* repo.deleteExpired(toIso(now))
+      const embedSessions = yield* repo.deleteEmbedSessions(toIso(now - EMBED_SESSION_RETENTION_MILLIS))
+      return { tokens, embedSessions } as const
     })
-    return { run: () => run().pipe(Effect.orDie) } as const
+    return { run } as const
   })
 }) {}
 

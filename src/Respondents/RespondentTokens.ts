@@ -1,19 +1,13 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { hashToken, newOpaqueToken } from "../Auth/Token.js"
-import { Unauthorized } from "../Domain/Errors.js"
 import { SurveyId } from "../Domain/Ids.js"
+import { RespondentContext } from "../Domain/Respondent.js"
 import { toIso } from "../Domain/Time.js"
+import { RespondentTokenRepo } from "./RespondentTokenRepo.js"
 
 /** How long a survey page's token may keep saving answers. */
 export const RESPONDENT_TOKEN_HOURS = 24
-
-/** The answer to a respondent token that is unknown, malformed, expired or gone (401). */
-export const tokenRefused = () =>
-  new Unauthorized({
-    message: "Send the respondentToken of a survey page as `Authorization: Bearer <respondentToken>`; it may have expired."
-  })
 
 const opaqueTokenShape = /^[A-Za-z0-9_-]{43}$/
 export const isOpaqueToken = (token: string): boolean => opaqueTokenShape.test(token)
@@ -32,20 +26,11 @@ const signedParts = (token: string) => {
   return { surveyId: Buffer.from(survey, "base64url").toString("utf8"), issuedAt: parseInt(issued, 36), nonce, mac }
 }
 
-export class RespondentContext extends Schema.Class<RespondentContext>("RespondentContext")({
-  tokenHash: Schema.String,
-  surveyId: SurveyId,
-  externalUserId: Schema.NullOr(Schema.String),
-  singleResponse: Schema.Number
-}) {}
-
 export interface IssueRespondentToken {
   readonly surveyId: string
   readonly embedSessionId: string | null
   readonly externalUserId: string | null
 }
-
-const KeyRow = Schema.Struct({ secret: Schema.String })
 
 /**
  * Respondent tokens: handed to a survey page (or a native app through the JSON form of the
@@ -57,37 +42,23 @@ const KeyRow = Schema.Struct({ secret: Schema.String })
  */
 export class RespondentTokens extends Effect.Service<RespondentTokens>()("Respondents/RespondentTokens", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const key = yield* SqlSchema.single({
-      Request: Schema.Void,
-      Result: KeyRow,
-      execute: () => sql`SELECT secret FROM service_secrets WHERE name = 'respondent-token'`
-    })(undefined).pipe(Effect.map((row) => Buffer.from(row.secret, "base64url")), Effect.orDie)
+    const repo = yield* RespondentTokenRepo
+    const key = Buffer.from(yield* repo.signingKey, "base64url")
     const macOf = (surveyId: string, issuedAt: number, nonce: string) =>
       createHmac("sha256", key).update(`respondent-page\n${surveyId}\n${issuedAt}\n${nonce}`).digest()
-
-    const find = SqlSchema.findOne({
-      Request: Schema.Struct({ tokenHash: Schema.String, now: Schema.String }),
-      Result: RespondentContext,
-      execute: (r) =>
-        sql`SELECT token_hash, survey_id, external_user_id, single_response FROM respondent_tokens
-            WHERE token_hash = ${r.tokenHash} AND expires_at > ${r.now}`
-    })
 
     const issue = Effect.fn("RespondentTokens.issue")(function*(input: IssueRespondentToken) {
       const now = yield* Clock.currentTimeMillis
       const token = newOpaqueToken()
-      yield* sql`INSERT INTO respondent_tokens ${
-        sql.insert({
-          tokenHash: hashToken(token),
-          surveyId: input.surveyId,
-          embedSessionId: input.embedSessionId,
-          externalUserId: input.externalUserId,
-          singleResponse: input.embedSessionId === null ? 0 : 1,
-          createdAt: toIso(now),
-          expiresAt: toIso(now + RESPONDENT_TOKEN_HOURS * 3_600_000)
-        })
-      }`.pipe(Effect.orDie)
+      yield* repo.insert({
+        tokenHash: hashToken(token),
+        surveyId: input.surveyId,
+        embedSessionId: input.embedSessionId,
+        externalUserId: input.externalUserId,
+        singleResponse: input.embedSessionId !== null,
+        createdAt: toIso(now),
+        expiresAt: toIso(now + RESPONDENT_TOKEN_HOURS * 3_600_000)
+      })
       return token
     })
 
@@ -112,7 +83,7 @@ export class RespondentTokens extends Effect.Service<RespondentTokens>()("Respon
           tokenHash: hashToken(token),
           surveyId: SurveyId.make(parts.surveyId),
           externalUserId: null,
-          singleResponse: 0
+          singleResponse: false
         }, { disableValidation: true })
       )
     }
@@ -120,7 +91,7 @@ export class RespondentTokens extends Effect.Service<RespondentTokens>()("Respon
     /** The respondent a token stands for: none when it is unknown, malformed, forged or expired. */
     const resolve = Effect.fn("RespondentTokens.resolve")(function*(token: string) {
       const now = yield* Clock.currentTimeMillis
-      if (isOpaqueToken(token)) return yield* find({ tokenHash: hashToken(token), now: toIso(now) }).pipe(Effect.orDie)
+      if (isOpaqueToken(token)) return yield* repo.find(hashToken(token), toIso(now))
       return verified(token, now)
     })
 

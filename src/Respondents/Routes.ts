@@ -1,12 +1,12 @@
 import { SurveyId } from "../Domain/Ids.js"
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
 import type { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
+import { Transactions } from "../Sql/Transactions.js"
 import { assets } from "./Assets.js"
 import { RespondentLimits } from "./RespondentLimits.js"
 import { isOpaqueToken, RespondentTokens } from "./RespondentTokens.js"
@@ -48,7 +48,7 @@ const notAccepting = (survey: SurveyRow) =>
  */
 export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const transactions = yield* Transactions
     const surveys = yield* SurveyRepo
     const tokens = yield* RespondentTokens
     const embeds = yield* EmbedSessions
@@ -118,7 +118,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
           embedSessionId: session.right.id,
           externalUserId: session.right.externalUserId
         })),
-        sql.withTransaction,
+        transactions.within,
         Effect.catchTag("SqlError", Effect.die),
         Effect.either
       )

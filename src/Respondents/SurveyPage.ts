@@ -1,6 +1,6 @@
 import type { Survey } from "../Domain/Survey.js"
 import { type QuestionRow, questionWire } from "../Questions/QuestionRepo.js"
-import { countryList } from "./Countries.js"
+import { countryList } from "../Domain/Countries.js"
 import { pageScript } from "./PageScript.js"
 
 export const escapeHtml = (text: string): string =>

@@ -1,6 +1,7 @@
 import type { Issue } from "../Domain/Errors.js"
 import type { QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
-import { countryCodes } from "./Countries.js"
+import { countryCodes } from "../Domain/Countries.js"
+import { MAX_TEXT_LENGTH, type SubmittedAnswer } from "./Submission.js"
 
 /** What validation needs to know about a question. */
 export interface ValidationQuestion {
@@ -11,19 +12,12 @@ export interface ValidationQuestion {
   readonly options: ReadonlyArray<QuestionOption>
 }
 
-export interface SubmittedAnswer {
-  readonly questionId: string
-  readonly values: ReadonlyArray<string>
-}
-
 /** A validated answer in its stored form; empty `values` clears the answer (the question is skipped). */
 export interface CheckedAnswer {
   readonly questionId: string
   readonly type: QuestionType
   readonly values: ReadonlyArray<string>
 }
-
-export const MAX_TEXT_LENGTH = 10_000
 
 type Outcome = { readonly ok: true; readonly values: ReadonlyArray<string> } | { readonly ok: false; readonly message: string }
 

@@ -1,0 +1,105 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { storedValue } from "../Domain/AnswerValue.js"
+import type { ResponseId, SurveyId } from "../Domain/Ids.js"
+import { SqlDialect } from "../Sql/Dialect.js"
+import { column, rowShape } from "../Sql/Rows.js"
+import type { DatabaseError } from "../Sql/Transactions.js"
+import { refreshAnswerDocuments } from "./AnswerDocumentRepo.js"
+import type { CheckedAnswer } from "./AnswerValidation.js"
+
+/** A response this respondent saved before, read by a later save. */
+const Saved = rowShape({ completed: column.map(column.num("r.completed"), (completed) => completed !== 0) })
+
+/** A new response as its first save writes it, before the change clock stamps it. */
+export interface StartedResponse {
+  readonly id: ResponseId
+  readonly surveyId: SurveyId
+  readonly externalUserId: string | null
+  readonly tokenHash: string
+  /** Its instant until the change clock gives it the save's. */
+  readonly draftedAt: string
+}
+
+/**
+ * The statements of a respondent's save (src/Responses/ResponseWriter.ts), each run inside the
+ * save's transaction: the respondent's token, the response and its owner, its answers and their
+ * rendering.
+ */
+export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Responses/ResponseWriteRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dialect = yield* SqlDialect
+    // SQLite's writers take turns from BEGIN IMMEDIATE on: nothing to lock.
+    const tokenLock = dialect.choose({
+      sqlite: () => (_exclusive: boolean) => sql``,
+      pg: () => (exclusive: boolean) => exclusive ? sql` FOR UPDATE` : sql` FOR SHARE`
+    })
+
+    return {
+      /**
+       * Whether the token is still stored, holding it until commit (exclusively for a save that
+       * may start the token's one response).
+       */
+      holdToken: (tokenHash: string, exclusive: boolean): Effect.Effect<boolean, DatabaseError> =>
+        Effect.map(
+          sql`SELECT token_hash FROM respondent_tokens WHERE token_hash = ${tokenHash}${tokenLock(exclusive)}`.values,
+          (held) => held.length > 0
+        ),
+      /** Whether the token already started a response. */
+      startedBy: (tokenHash: string): Effect.Effect<boolean, DatabaseError> =>
+        Effect.map(
+          sql`SELECT response_id FROM respondent_responses WHERE token_hash = ${tokenHash} LIMIT 1`.values,
+          (started) => started.length > 0
+        ),
+      /** Stores a new response, not completed, and the token that started it. */
+      start: (response: StartedResponse): Effect.Effect<void, DatabaseError> =>
+        Effect.gen(function*() {
+          yield* sql`INSERT INTO responses ${
+            sql.insert({
+              id: response.id,
+              surveyId: response.surveyId,
+              externalUserId: response.externalUserId,
+              completed: 0,
+              completedAt: null,
+              createdAt: response.draftedAt,
+              updatedAt: response.draftedAt
+            })
+          }`
+          yield* sql`INSERT INTO respondent_responses ${sql.insert({ responseId: response.id, tokenHash: response.tokenHash })}`
+        }),
+      /**
+       * The response `id` of this survey if this token started it, locked until commit: a
+       * deletion of the response in flight commits first and the save then finds nothing, or
+       * waits for the save (src/Responses/ResponseDeletion.ts).
+       */
+      findStarted: (
+        id: ResponseId,
+        surveyId: SurveyId,
+        tokenHash: string
+      ): Effect.Effect<Option.Option<{ readonly completed: boolean }>, DatabaseError> =>
+        Effect.map(
+          sql`
+            SELECT ${sql.literal(Saved.columns)} FROM responses r
+            JOIN respondent_responses o ON o.response_id = r.id
+            WHERE r.id = ${id} AND r.survey_id = ${surveyId} AND o.token_hash = ${tokenHash}${dialect.lockRows("r")}`.values,
+          (found) => Option.map(Option.fromNullable(found[0]), Saved.read)
+        ),
+      /** Stores the answers in their stored form; an answer without values removes the question's answer. */
+      storeAnswers: (responseId: ResponseId, answers: ReadonlyArray<CheckedAnswer>): Effect.Effect<void, DatabaseError> =>
+        Effect.forEach(answers, (answer) =>
+          answer.values.length === 0
+            ? sql`DELETE FROM answers WHERE response_id = ${responseId} AND question_id = ${answer.questionId}`
+            : sql`INSERT INTO answers (response_id, question_id, value, "values")
+              VALUES (${responseId}, ${answer.questionId}, ${storedValue(answer.type, answer.values)}, ${
+              JSON.stringify(answer.values)
+            })
+              ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`, {
+          discard: true
+        }),
+      /** Renders the response's answers again (src/Responses/AnswerDocuments.ts). */
+      renderAnswers: (responseId: ResponseId): Effect.Effect<void, DatabaseError> =>
+        refreshAnswerDocuments(sql, [responseId])
+    } as const
+  })
+}) {}

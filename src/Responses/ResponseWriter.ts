@@ -1,0 +1,208 @@
+import { Clock, Effect, Option } from "effect"
+import { InvalidRequest, type Issue, NotFound } from "../Domain/Errors.js"
+import { makeId, ResponseId, type SurveyId, type WorkspaceId } from "../Domain/Ids.js"
+import { type RespondentContext, tokenRefused } from "../Domain/Respondent.js"
+import { SurveyResponse } from "../Domain/Response.js"
+import { toIso } from "../Domain/Time.js"
+import { Outbox } from "../Events/OutboxRepo.js"
+import { QuestionRepo, type QuestionRow } from "../Questions/QuestionRepo.js"
+import { Transactions } from "../Sql/Transactions.js"
+import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
+import { ChangeClockRepo } from "./ChangeClockRepo.js"
+import { ResponseRepo } from "./ResponseRepo.js"
+import { ResponseWriteRepo } from "./ResponseWriteRepo.js"
+import type { Submission } from "./Submission.js"
+
+const invalid = (message: string, issues: ReadonlyArray<Issue>) => new InvalidRequest({ message, issues })
+
+const validationQuestion = (row: QuestionRow): ValidationQuestion => ({
+  id: row.id,
+  type: row.type,
+  required: row.required,
+  allowMultiple: row.allowMultiple,
+  options: row.options
+})
+
+type ResponseEventType = "response.created" | "response.updated" | "response.completed"
+
+/**
+ * The events of a save (v1-extensions §X2.2): `response.created` for the first save,
+ * `response.updated` for a later one that does not complete it, `response.completed` for the
+ * completing one.
+ */
+const eventTypes = (created: boolean, finished: boolean): ReadonlyArray<ResponseEventType> =>
+  finished
+    ? (created ? ["response.created", "response.completed"] : ["response.completed"])
+    : [created ? "response.created" : "response.updated"]
+
+/** The question ids a response has answers to. */
+const answeredQuestions = (response: SurveyResponse): ReadonlySet<string> =>
+  new Set(response.answers.flatMap((answer) => answer.fieldId === null ? [] : [answer.fieldId]))
+
+/**
+ * Saves and completes respondents' responses. One transaction per call: the response and its
+ * answers, the survey's response count, a `response_changes` row, and the save's events, so that
+ * either all of it is stored or none of it.
+ */
+export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/ResponseWriter", {
+  effect: Effect.gen(function*() {
+    const transactions = yield* Transactions
+    const saves = yield* ResponseWriteRepo
+    const changeClock = yield* ChangeClockRepo
+    const surveys = yield* SurveyRepo
+    const questions = yield* QuestionRepo
+    const responses = yield* ResponseRepo
+    const outbox = yield* Outbox
+
+    /**
+     * The token was checked before the save's transaction began: read again inside it, so that an
+     * erasure of the person (which deletes the token first, src/Responses/ResponseDeletion.ts)
+     * either waits for this save and erases what it stored, or came first and this save is
+     * refused like any unknown token. A token good for one response is held exclusively by a
+     * save that may start one, so that of two such saves at once the second finds the first's
+     * response. A survey page's token (no person, any number of responses) is signed, not
+     * stored: nothing to hold.
+     */
+    const holdToken = (respondent: RespondentContext, target: Option.Option<ResponseId>) =>
+      respondent.externalUserId === null && !respondent.singleResponse
+        ? Effect.void
+        : Effect.flatMap(
+          saves.holdToken(respondent.tokenHash, Option.isNone(target) && respondent.singleResponse),
+          (held) => held ? Effect.void : Effect.fail(tokenRefused())
+        )
+
+    /** The survey's workspace, while the survey accepts responses. */
+    const acceptingSurvey = (surveyId: SurveyId) =>
+      Effect.flatMap(surveys.findById(surveyId), (found): Effect.Effect<WorkspaceId, InvalidRequest> => {
+        if (Option.isSome(found) && !found.value.trashed && found.value.status === "published") {
+          return Effect.succeed(found.value.workspaceId)
+        }
+        const status = Option.match(found, { onNone: () => "gone", onSome: (s) => s.trashed ? "gone" : s.status })
+        return Effect.fail(invalid("The survey is no longer accepting responses.", [
+          { path: "surveyId", message: `survey is ${status}, not published` }
+        ]))
+      })
+
+    /** The survey's questions, and the submitted answers checked against them, in their stored form. */
+    const validated = (surveyId: SurveyId, submission: Submission) =>
+      Effect.flatMap(questions.listForSurvey(surveyId), (rows) => {
+        const checkable = rows.map(validationQuestion)
+        const { accepted, issues } = validateAnswers(checkable, submission.answers)
+        return issues.length > 0
+          ? Effect.fail(invalid("Some answers are not valid; nothing was saved.", issues))
+          : Effect.succeed({ checkable, accepted })
+      })
+
+    /** A new response of the respondent, or the one named, if the respondent started it and it is not completed. */
+    const resolveTarget = (respondent: RespondentContext, target: Option.Option<ResponseId>) =>
+      Option.match(target, {
+        onNone: () =>
+          Effect.gen(function*() {
+            if (respondent.singleResponse && (yield* saves.startedBy(respondent.tokenHash))) {
+              return yield* invalid("This embed link already started a response; continue it with PATCH.", [
+                { path: "", message: "one response per embed session" }
+              ])
+            }
+            const id = ResponseId.make(makeId("rsp"))
+            yield* saves.start({
+              id,
+              surveyId: respondent.surveyId,
+              externalUserId: respondent.externalUserId,
+              tokenHash: respondent.tokenHash,
+              draftedAt: toIso(yield* Clock.currentTimeMillis)
+            })
+            return id
+          }),
+        onSome: (id) =>
+          Effect.gen(function*() {
+            const found = yield* saves.findStarted(id, respondent.surveyId, respondent.tokenHash)
+            if (Option.isNone(found)) {
+              return yield* new NotFound({ message: `No response ${JSON.stringify(id.slice(0, 64))} for this respondent.` })
+            }
+            if (found.value.completed) {
+              return yield* invalid("This response is already completed and cannot change.", [
+                { path: "responseId", message: "response is completed" }
+              ])
+            }
+            return id
+          })
+      })
+
+    /**
+     * Stores the answers and renders them, then reads the response as it now stands, once: a
+     * finishing save is checked against its answers, and the save's events carry it.
+     */
+    const storeAnswers = (
+      surveyId: SurveyId,
+      responseId: ResponseId,
+      accepted: ReadonlyArray<CheckedAnswer>,
+      finishing: Option.Option<ReadonlyArray<ValidationQuestion>>
+    ) =>
+      Effect.gen(function*() {
+        yield* saves.storeAnswers(responseId, accepted)
+        yield* saves.renderAnswers(responseId)
+        const stored = yield* responses.findById(surveyId, responseId).pipe(Effect.flatMap(Effect.orDie))
+        if (Option.isSome(finishing)) {
+          const missing = missingRequired(finishing.value, answeredQuestions(stored))
+          if (missing.length > 0) return yield* invalid("Required questions are not answered; nothing was saved.", missing)
+        }
+        return stored
+      })
+
+    /**
+     * Stamps the change and appends the save's events, in the outbox with the change itself. Last:
+     * the change's instant and what follows it take the survey's turn until commit.
+     */
+    const record = (
+      respondent: RespondentContext,
+      workspaceId: WorkspaceId,
+      stored: SurveyResponse,
+      created: boolean,
+      finished: boolean
+    ) =>
+      Effect.gen(function*() {
+        const responseId = stored.id
+        const now = yield* changeClock.stamp({ surveyId: respondent.surveyId, responseId, created, completed: finished })
+        const response = new SurveyResponse({
+          ...stored,
+          createdAt: created ? now : stored.createdAt,
+          updatedAt: now,
+          completed: stored.completed || finished,
+          completedAt: finished ? now : stored.completedAt
+        }, { disableValidation: true })
+        yield* outbox.appendAll(eventTypes(created, finished).map((type) => ({
+          type,
+          workspaceId,
+          surveyId: respondent.surveyId,
+          responseId,
+          data: { responseId, externalUserId: response.externalUserId, response }
+        })))
+      })
+
+    const write = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
+      Effect.gen(function*() {
+        yield* holdToken(respondent, target)
+        const workspaceId = yield* acceptingSurvey(respondent.surveyId)
+        const { accepted, checkable } = yield* validated(respondent.surveyId, submission)
+        const responseId = yield* resolveTarget(respondent, target)
+        const finishing = submission.finished ? Option.some(checkable) : Option.none()
+        const stored = yield* storeAnswers(respondent.surveyId, responseId, accepted, finishing)
+        const created = Option.isNone(target)
+        yield* record(respondent, workspaceId, stored, created, submission.finished)
+        return { responseId, created } as const
+      })
+
+    const run = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
+      transactions.within(write(respondent, target, submission)).pipe(Effect.catchTag("SqlError", Effect.die))
+
+    return {
+      /** Starts a response (POST /respond/v1/responses). */
+      create: (respondent: RespondentContext, submission: Submission) =>
+        run(respondent, Option.none(), submission).pipe(Effect.withSpan("ResponseWriter.create")),
+      /** Adds or replaces answers of a response this respondent started (PATCH). */
+      update: (respondent: RespondentContext, responseId: string, submission: Submission) =>
+        run(respondent, Option.some(ResponseId.make(responseId)), submission).pipe(Effect.withSpan("ResponseWriter.update"))
+    } as const
+  })
+}) {}
