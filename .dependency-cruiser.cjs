@@ -2,6 +2,20 @@
 module.exports = {
   forbidden: [
     {
+      name: "database-behind-repositories",
+      comment: "Only repositories (files named *Repo.ts, *Store.ts or *Sql.ts) and src/Sql import the database libraries.",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/Sql/", "(Repo|Store|Sql)\\.ts$"] },
+      to: { path: ["^node_modules/(@effect/sql[^/]*|pg)/", "^bun:sqlite$", "^pg$"] }
+    },
+    {
+      name: "sql-internals-behind-repositories",
+      comment: "src/Sql's reader, row shapes, dialect and clients are for repositories; other code uses src/Sql's small services (transactions, the readiness probe) and error classification, and only src/App.ts, src/main.ts and the CLI compose the database layers.",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/Sql/", "(Repo|Store|Sql)\\.ts$", "^src/(App|main)\\.ts$", "^src/Cli/"] },
+      to: { path: "^src/Sql/", pathNot: "^src/Sql/(Transactions|Readiness|Busy)\\.ts$" }
+    },
+    {
       name: "frozen-migrations",
       comment: "A migration is frozen: it imports nothing from feature code, only src/Sql's DDL and dialect helpers.",
       severity: "error",
