@@ -167,7 +167,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) =
     })
   )
   // Without an exporter, request, handler and SQL spans would reach nobody; building them took
-  // about a fifth of a small read's CPU (docs/performance.md). Logs keep the request id.
+  // about a fifth of a small read's CPU (docs/architecture.md#tracing-off-without-an-exporter). Logs keep the request id.
   return traced
     ? served
     : served.pipe(

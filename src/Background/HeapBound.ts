@@ -52,7 +52,7 @@ export const limitAfter = (kept: number, settings: { readonly growth: number; re
  * That collection is synchronous: the process pauses for it (about 25 ms of CPU at the service's
  * live size of 17 MB). So that the pauses cannot take more than `share` of the process's time
  * (on a machine short of CPU a pause lasts longer), the next one waits `pause / share`; in
- * between, JavaScriptCore's own collections still run (docs/performance-memory.md).
+ * between, JavaScriptCore's own collections still run (docs/architecture.md#heap-bound).
  */
 export const HeapBoundLive = Layer.scopedDiscard(
   Effect.gen(function*() {

@@ -58,7 +58,7 @@ const databaseOverrides = (database: Database) => ({
 })
 
 // The fixture importer and the demo data are loaded by the commands that use them: a serving
-// process without `--demo` never evaluates them (docs/performance-memory.md).
+// process without `--demo` never evaluates them (docs/architecture.md#heap-bound).
 const loadFixtures = Effect.promise(() => import("../Fixtures/Import.js"))
 const loadDemo = Effect.promise(() => import("../Demo/Seed.js"))
 

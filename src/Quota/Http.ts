@@ -8,8 +8,7 @@ import { RateLimiter } from "./RateLimiter.js"
 export const UsageLive = HttpApiBuilder.group(Api, "usage", (handlers) =>
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
-    // A chain of effects, not a generator made per request: JavaScriptCore recompiled such a
-    // generator body again and again under load (docs/performance.md, "Sixth round").
+    // A chain of effects, not a generator (docs/architecture.md#chains-of-effects-not-generators).
     return handlers.handle("get", () =>
       Effect.map(Effect.flatMap(CurrentKey, (key) => limiter.usage(key)), (report) => ({
         burstLimit: report.burstLimit,

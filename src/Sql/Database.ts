@@ -36,7 +36,7 @@ const pragmas = (busyTimeoutMs: number) => Effect.gen(function*() {
   // answers (about 1 KB) often spilled to an overflow page on 4 KiB pages, where a row of the
   // clustered responses table holds at most about 1,000 bytes in place; a page then reads about
   // half as many pages, which matters most right after a commit by any connection, when SQLite
-  // drops the other connections' cached pages (docs/performance.md).
+  // drops the other connections' cached pages (docs/architecture.md#storage-of-responses).
   yield* sql.unsafe("PRAGMA page_size = 8192")
   yield* sql.unsafe("PRAGMA journal_mode = WAL")
   // WAL with synchronous=NORMAL stays crash-safe (a power cut may lose the last commits, never corrupt).
@@ -302,7 +302,7 @@ export const pgClientOptions = (
  * cancel waited for a connection that could only come free after it: the pool stood still until
  * the library gave up on the cancel after 5 s, and a cancel still queued then could run later
  * against whatever statement that backend served by then, another request's. Completions under sustained
- * load answered nothing at all (docs/performance-scale.md). A statement is never cancelled here,
+ * load answered nothing at all (docs/operations.md#connections-and-pool). A statement is never cancelled here,
  * so an interrupted request needs no connection beyond its own.
  */
 const steady = (connection: SqlConnection.Connection): SqlConnection.Connection => ({

@@ -17,7 +17,7 @@ export const placeholders = (count: number): string =>
  * A statement through the shared client acquires the one connection for itself (a permit, a
  * scope, a span, the statement compiled from its template) so that it never runs inside another
  * fiber's open transaction; under load that machinery cost more than the query
- * (docs/performance.md). A second connection cannot see another connection's uncommitted
+ * (docs/architecture.md#the-readers-own-connection). A second connection cannot see another connection's uncommitted
  * writes, and in WAL mode each statement reads the latest committed state, so these reads
  * need none of it: the statement text is fixed and the connection is held for the service's life.
  *
