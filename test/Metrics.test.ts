@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Schedule, Schema } from "effect"
 import parsePrometheusTextFormat from "parse-prometheus-text-format"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { freePort, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
@@ -80,6 +80,16 @@ describe("METRICS_PORT", () => {
       expect(family(after, "process_cpu_seconds_total").type).toBe("COUNTER")
       expect(labelled(after, "process_cpu_seconds_total", {})[0]?.value).toBeGreaterThan(0)
       expect(labelled(after, "nodejs_eventloop_lag_p99_seconds", {})[0]?.value).toBeGreaterThanOrEqual(0)
+
+      // The delivery backlog's gauges, read by the worker as it starts and every 5 s after: a
+      // scrape shows them once the first reading is in (bounded: 40 scrapes).
+      const backlog = yield* scrape(metricsUrl).pipe(
+        Effect.filterOrFail((families) => families.some((f) => f.name === "webhook_delivery_oldest_due_age")),
+        Effect.retry({ times: 40, schedule: Schedule.spaced("250 millis") })
+      )
+      expect(family(backlog, "webhook_outbox_depth").type).toBe("GAUGE")
+      expect(labelled(backlog, "webhook_outbox_depth", {})[0]?.value).toBe(0)
+      expect(labelled(backlog, "webhook_delivery_oldest_due_age", {})[0]?.value).toBe(0)
 
       // The API's own listener has no /metrics.
       expect((yield* request(`${server.base}/metrics`)).status).toBe(404)

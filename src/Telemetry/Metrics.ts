@@ -28,6 +28,11 @@ export const outboxDepth = Metric.gauge("webhook.outbox.depth", {
 })
 
 /** Response changes the stored analytics do not include yet. */
+/** Seconds since the earliest pending delivery fell due; 0 when none is due. */
+export const oldestDueDeliveryAge = Metric.gauge("webhook.delivery.oldest_due_age", {
+  description: "Seconds since the earliest pending webhook delivery fell due (0 when none is due)"
+})
+
 export const aggregatorLag = Metric.gauge("analytics.aggregator.lag", {
   description: "Response changes not yet applied to the stored analytics"
 })

@@ -62,7 +62,7 @@ const NextWake = Schema.Struct({ due: Schema.NullOr(Schema.Number), leased: Sche
 const Cursor = Schema.Struct({ lastSeq: Schema.Number, maxSeq: Schema.NullOr(Schema.Number) })
 const DueRow = Schema.Struct({ id: Schema.Number, webhookId: WebhookId })
 const IdRow = Schema.Struct({ id: Schema.Number })
-const Depth = Schema.Struct({ depth: Schema.Number })
+const Depth = Schema.Struct({ depth: Schema.Number, oldestDueAt: Schema.NullOr(Schema.Number) })
 
 /** Fan-out from the outbox, claiming and settling deliveries. SQL failures are defects here. */
 export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/DeliveryRepo", {
@@ -260,7 +260,10 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         Effect.orDie
       )
 
-    /** Events not yet fanned out plus deliveries still pending: the work the worker has before it. */
+    /**
+     * Events not yet fanned out plus deliveries still pending (the work the worker has before it),
+     * and when the earliest pending delivery fell due (epoch ms; null when none is pending).
+     */
     const depth = SqlSchema.single({
       Request: Schema.Void,
       Result: Depth,
@@ -270,11 +273,9 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         sql`SELECT (SELECT count(*) FROM events
                     WHERE seq > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
                       AND seq <= (SELECT MAX(seq) FROM events))
-                 + (SELECT count(*) FROM deliveries WHERE state = 'pending') AS depth`
-    })(undefined).pipe(
-      Effect.map((row) => row.depth),
-      Effect.orDie
-    )
+                 + (SELECT count(*) FROM deliveries WHERE state = 'pending') AS depth,
+                 (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending') AS oldest_due_at`
+    })(undefined).pipe(Effect.orDie)
 
     return { fanOut, claim, settle, drop, release, renew, nextWake, depth } as const
   })

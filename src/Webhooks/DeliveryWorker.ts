@@ -4,7 +4,7 @@ import { leaseMillisOf, releaseOrLapse } from "../Background/JobLeases.js"
 import { parked, waiting, working } from "../Background/LoopRounds.js"
 import { periodically, registerLoop, supervise } from "../Background/Supervise.js"
 import { AppConfig } from "../Config.js"
-import { outboxDepth, webhookDeliveries } from "../Telemetry/Metrics.js"
+import { oldestDueDeliveryAge, outboxDepth, webhookDeliveries } from "../Telemetry/Metrics.js"
 import { attemptOnce } from "./Attempt.js"
 import { type ClaimedDelivery, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { DeliveryRounds, DeliverySettings } from "./DeliverySettings.js"
@@ -221,11 +221,16 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     { report: renewal }
   )
   yield* supervise("webhook delivery worker", loop, { report: worker })
-  // Only measured for an exporter: nothing else reads the gauge.
-  if ((yield* AppConfig).telemetry !== undefined) {
+  // Only measured for an exporter or the metrics listener: nothing else reads the gauges.
+  const config = yield* AppConfig
+  if (config.telemetry !== undefined || config.metrics !== undefined) {
     yield* periodically(
       "webhook outbox depth",
-      Effect.flatMap(repo.depth, (depth) => Metric.set(outboxDepth, depth)),
+      Effect.flatMap(Effect.zip(repo.depth, Clock.currentTimeMillis), ([{ depth, oldestDueAt }, now]) =>
+        Effect.zipRight(
+          Metric.set(outboxDepth, depth),
+          Metric.set(oldestDueDeliveryAge, oldestDueAt === null ? 0 : Math.max(0, now - oldestDueAt) / 1000)
+        )),
       Schedule.spaced("5 seconds"),
       { untraced: true }
     )
