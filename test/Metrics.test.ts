@@ -3,6 +3,7 @@ import { Effect, Schedule, Schema } from "effect"
 import parsePrometheusTextFormat from "parse-prometheus-text-format"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { freePort, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
+import { testDatabase } from "./support/TestServer.js"
 
 /** A scrape as the parser reads it (the shape prom2json writes). */
 const Families = Schema.Array(Schema.Struct({
@@ -90,6 +91,17 @@ describe("METRICS_PORT", () => {
       expect(family(backlog, "webhook_outbox_depth").type).toBe("GAUGE")
       expect(labelled(backlog, "webhook_outbox_depth", {})[0]?.value).toBe(0)
       expect(labelled(backlog, "webhook_delivery_oldest_due_age", {})[0]?.value).toBe(0)
+      if (testDatabase === "postgres") {
+        // The pool's connections: the service's own statements have opened at least one.
+        const pool = yield* scrape(metricsUrl).pipe(
+          Effect.filterOrFail((families) => families.some((f) => f.name === "db_client_connection_count")),
+          Effect.retry({ times: 40, schedule: Schedule.spaced("250 millis") })
+        )
+        const open = labelled(pool, "db_client_connection_count", {})
+        expect(open.map((m) => m.labels?.["db_client_connection_state"]).sort()).toEqual(["idle", "used"])
+        expect(open.reduce((sum, m) => sum + (m.value ?? 0), 0)).toBeGreaterThan(0)
+        expect(labelled(pool, "db_client_connection_pending_requests", {})[0]?.value).toBeGreaterThanOrEqual(0)
+      }
 
       // The API's own listener has no /metrics.
       expect((yield* request(`${server.base}/metrics`)).status).toBe(404)

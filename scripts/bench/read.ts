@@ -6,7 +6,8 @@
  * dataset), --seconds N (5), --rounds N (3), --connections N (32), --no-write (leave
  * docs/performance.md alone), --only TEXT (load only the endpoints whose name contains TEXT; implies
  * --no-write), --otel (the service exports spans and metrics to a local OTLP sink on 127.0.0.1, as
- * with OTEL_EXPORTER_OTLP_ENDPOINT set; implies --no-write).
+ * with OTEL_EXPORTER_OTLP_ENDPOINT set; implies --no-write), --metrics (the service runs its
+ * Prometheus listener, METRICS_PORT, scraped every second as Prometheus would; implies --no-write).
  *
  * It prints figures and never fails on timing: the machines are shared and noisy.
  */
@@ -28,6 +29,7 @@ const { values: flags } = parseArgs({
     connections: { type: "string", default: "32" },
     "no-write": { type: "boolean", default: false },
     otel: { type: "boolean", default: false },
+    metrics: { type: "boolean", default: false },
     only: { type: "string" }
   },
   strict: true
@@ -129,6 +131,15 @@ const otlpSink = (() => {
     }
   }
 })()
+
+/** With --metrics: scrapes the service's /metrics every second until the benchmark ends, as Prometheus would. */
+const scrapeEverySecond = (port: number) => {
+  const timer = setInterval(() => {
+    fetch(`http://127.0.0.1:${port}/metrics`).then((res) => res.arrayBuffer()).catch(() => undefined)
+  }, 1000)
+  // Does not keep the benchmark running once its work is done.
+  timer.unref()
+}
 
 const start = async (
   name: string,
@@ -387,12 +398,17 @@ const copiesOf = (db: string, work: string) => {
 const startServers = async (db: string, work: string) => {
   const files = copiesOf(db, work)
   const projectPort = freePort()
+  const metricsPort = flags.metrics ? freePort() : undefined
   const project = await start(
     "project",
     [binary, "serve", "--port", String(projectPort), "--db", files.project],
     projectPort,
-    otlpSink === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.url, OTEL_SERVICE_NAME: "survey-service-bench" }
+    {
+      ...(otlpSink === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.url, OTEL_SERVICE_NAME: "survey-service-bench" }),
+      ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) })
+    }
   )
+  if (metricsPort !== undefined) scrapeEverySecond(metricsPort)
   const baselinePort = freePort()
   const baseline = await start(
     "baseline",
@@ -480,7 +496,7 @@ const main = async () => {
     )
   }
 
-  if (!flags["no-write"] && !flags.otel && flags.only === undefined) {
+  if (!flags["no-write"] && !flags.otel && !flags.metrics && flags.only === undefined) {
     const doc = join(root, "docs", "performance.md")
     const begin = "<!-- bench:read:begin -->"
     const end = "<!-- bench:read:end -->"

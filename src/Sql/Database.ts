@@ -2,11 +2,12 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, type SqlConnection, SqlError, Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
-import { Context, Effect, Layer, Redacted, Schedule } from "effect"
+import { Context, Effect, Layer, Metric, Redacted, Schedule, type Scope } from "effect"
 import * as Pg from "pg"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, type AppSettings } from "../Config.js"
+import { poolConnections, poolWaiting } from "../Telemetry/Metrics.js"
 import { isSqliteBusy } from "./Busy.js"
 import { LIFT_STATEMENT_TIMEOUT } from "./Dialect.js"
 
@@ -277,12 +278,35 @@ const acquirePool = (url: Redacted.Redacted<string>, settings: PoolSettings) =>
     (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
   )
 
-/** How the service talks to PostgreSQL at `url` through a pool with `pool`'s settings. */
+const usedConnections = Metric.tagged(poolConnections, "db.client.connection.state", "used")
+const idleConnections = Metric.tagged(poolConnections, "db.client.connection.state", "idle")
+
+/**
+ * The pool's connections in the service's metrics, read every 5 s while the pool is open: only
+ * when an exporter reads them (OTLP or the Prometheus listener).
+ */
+const watchPool = (pool: Pg.Pool): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.asVoid(Effect.forkScoped(Effect.repeat(
+    Effect.suspend(() =>
+      Effect.all([
+        Metric.set(usedConnections, pool.totalCount - pool.idleCount),
+        Metric.set(idleConnections, pool.idleCount),
+        Metric.set(poolWaiting, pool.waitingCount)
+      ], { discard: true })
+    ),
+    Schedule.spaced("5 seconds")
+  )))
+
+/**
+ * How the service talks to PostgreSQL at `url` through a pool with `pool`'s settings; `watched`
+ * puts the pool's connections in the metrics.
+ */
 export const pgClientOptions = (
   url: Redacted.Redacted<string>,
-  pool: PoolSettings = DEFAULT_POOL
+  pool: PoolSettings = DEFAULT_POOL,
+  watched = false
 ): PgClient.PgClientFromPoolOptions => ({
-  acquire: acquirePool(url, pool),
+  acquire: watched ? Effect.tap(acquirePool(url, pool), watchPool) : acquirePool(url, pool),
   applicationName: "survey-service",
   transformQueryNames: camelToSnake,
   transformResultNames: snakeToCamel,
@@ -347,10 +371,10 @@ const refuseOverridingUrl = (url: Redacted.Redacted<string>) =>
  * either (a connection the pool hands to a fiber that stopped waiting would never go back);
  * it ends when one is free or after the pool's acquire timeout.
  */
-const steadyPgClient = (url: Redacted.Redacted<string>, pool: PoolSettings) =>
+const steadyPgClient = (url: Redacted.Redacted<string>, pool: PoolSettings, watched = false) =>
   Effect.gen(function*() {
     yield* refuseOverridingUrl(url)
-    const base = yield* PgClient.fromPool(pgClientOptions(url, pool))
+    const base = yield* PgClient.fromPool(pgClientOptions(url, pool, watched))
     const connection = Effect.map(Effect.uninterruptible(base.reserve), steady)
     return yield* SqlClient.make({
       acquirer: connection,
@@ -362,8 +386,8 @@ const steadyPgClient = (url: Redacted.Redacted<string>, pool: PoolSettings) =>
   })
 
 /** The PostgreSQL database at `url`: a pool of connections, checked once at start-up. */
-const PgLive = (url: Redacted.Redacted<string>, pool: PoolSettings) =>
-  Layer.scopedContext(Effect.map(steadyPgClient(url, pool), (client) => Context.make(SqlClient.SqlClient, client))).pipe(
+const PgLive = (url: Redacted.Redacted<string>, pool: PoolSettings, watched: boolean) =>
+  Layer.scopedContext(Effect.map(steadyPgClient(url, pool, watched), (client) => Context.make(SqlClient.SqlClient, client))).pipe(
     Layer.provide(Reactivity.layer),
     Layer.mapError((error) => new Error(error.message))
   )
@@ -372,7 +396,7 @@ const PgLive = (url: Redacted.Redacted<string>, pool: PoolSettings) =>
 export const SqlLive: Layer.Layer<SqlClient.SqlClient, unknown, AppConfig> = Layer.unwrapEffect(
   Effect.map(AppConfig, (config): Layer.Layer<SqlClient.SqlClient, unknown> =>
     config.databaseUrl !== undefined
-      ? PgLive(config.databaseUrl, poolSettings(config))
+      ? PgLive(config.databaseUrl, poolSettings(config), config.telemetry !== undefined || config.metrics !== undefined)
       : SqliteLive(config.databasePath, busyTimeoutMs(config)))
 )
 

@@ -1,7 +1,8 @@
 import { Metric, MetricBoundaries } from "effect"
 
 // The service's metrics (v1-extensions §X4). They live in the process's metric registry, which
-// costs an increment each; only an OTLP exporter (src/Telemetry/Telemetry.ts) ever reads them.
+// costs an increment each; only an exporter (OTLP, src/Telemetry/Telemetry.ts, or the Prometheus
+// listener, src/Telemetry/Prometheus.ts) ever reads them.
 
 /** Answered requests, tagged `route` (the matched route template, or `unmatched`), `method` and `status`. */
 export const httpRequests = Metric.counter("http.server.requests", {
@@ -41,4 +42,14 @@ export const aggregatorLag = Metric.gauge("analytics.aggregator.lag", {
 export const quotaRefusals = Metric.counter("quota.refusals", {
   description: "Requests refused by the request quota, by reason",
   incremental: true
+})
+
+/** PostgreSQL's pool: connections open, tagged `db.client.connection.state` (`used` or `idle`). */
+export const poolConnections = Metric.gauge("db.client.connection.count", {
+  description: "Connections of the PostgreSQL pool, by state (used, idle)"
+})
+
+/** PostgreSQL's pool: statements waiting for a free connection. */
+export const poolWaiting = Metric.gauge("db.client.connection.pending_requests", {
+  description: "Requests waiting for a free connection of the PostgreSQL pool"
 })
