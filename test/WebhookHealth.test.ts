@@ -72,7 +72,9 @@ describe("automatic disable", () => {
         enabled: false,
         targetUrl: target.url,
         events: ["response.completed", "survey.published", "survey.closed"],
-        disabledReason: "gone"
+        disabledReason: "gone",
+        previousSecretExpiresAt: null,
+        maxAttemptsPerSecond: null
       })
       const states = yield* deliveries
       expect(states.map((d) => [d.state, d.attempts])).toEqual([["given_up", 1], ["given_up", 1]])
@@ -147,7 +149,9 @@ describe("automatic disable", () => {
         enabled: false,
         targetUrl: target.url,
         events: ["response.completed", "survey.published", "survey.closed"],
-        disabledReason: "failing"
+        disabledReason: "failing",
+        previousSecretExpiresAt: null,
+        maxAttemptsPerSecond: null
       })
       expect((yield* deliveries)[2]?.attempts).toBe(1)
       const log = yield* loggedAttempts

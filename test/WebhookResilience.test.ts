@@ -126,7 +126,7 @@ describe("supervision and durability", () => {
       const repo = yield* DeliveryRepo
       yield* repo.fanOut(0, 100)
       const claimed = yield* repo.claim({ now: 0, free: 10, perWebhook: 10, inFlight: new Map(), leaseMillis: 30_000 })
-      expect(claimed.map((c) => c.eventId)).toEqual([event.id])
+      expect(claimed.rows.map((c) => c.eventId)).toEqual([event.id])
       yield* advance("29 seconds")
       expect(claimedIn(yield* workerAsleep)).toBe(0)
       yield* advance("1 second")

@@ -27,7 +27,9 @@ const insideResolver = Layer.succeed(Resolver, {
 const put = (targetUrl: string) =>
   call("PUT", "/api/v1/webhooks", { token: TOKENS.editor, body: JSON.stringify({ targetUrl }) })
 
-const NONE = { enabled: false, targetUrl: null, events: [], disabledReason: null }
+const NONE = {
+  enabled: false, targetUrl: null, events: [], disabledReason: null, previousSecretExpiresAt: null, maxAttemptsPerSecond: null
+}
 
 layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.provide(insideResolver)))(
   "webhook targets refused for where they point",

@@ -20,7 +20,9 @@ const InvalidBody = Schema.Struct({
   issues: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
 })
 
-const NONE = { enabled: false, targetUrl: null, events: [], disabledReason: null }
+const NONE = {
+  enabled: false, targetUrl: null, events: [], disabledReason: null, previousSecretExpiresAt: null, maxAttemptsPerSecond: null
+}
 const V1_SET = ["response.completed", "survey.published", "survey.closed"]
 
 const survey = (id: string) => ({ path: { id: SurveyId.make(id) } })
@@ -71,7 +73,9 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
           enabled: true,
           targetUrl: "https://hooks.example.com/survey2",
           events: V1_SET,
-          disabledReason: null
+          disabledReason: null,
+          previousSecretExpiresAt: null,
+          maxAttemptsPerSecond: null
         })
         expect(read.text).not.toContain("whsec_")
         // The workspace webhook is separate and unaffected.
@@ -87,7 +91,9 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
           enabled: true,
           targetUrl: "https://hooks.example.com/ws",
           events: V1_SET,
-          disabledReason: null
+          disabledReason: null,
+          previousSecretExpiresAt: null,
+          maxAttemptsPerSecond: null
         })
         // Raw: the answer must be empty to the byte, which the typed client reads as no value either way.
         const removed = yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.other })
@@ -146,7 +152,9 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
           enabled: true,
           targetUrl: "https://hooks.example.com/filtered",
           events: ["survey.closed", "response.created", "response.updated"],
-          disabledReason: null
+          disabledReason: null,
+          previousSecretExpiresAt: null,
+          maxAttemptsPerSecond: null
         })
         // A later PUT without `events` goes back to the v1 set.
         const again = yield* api.surveyWebhook.put({
@@ -184,7 +192,9 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
           enabled: true,
           targetUrl: target,
           events: ["survey.published"],
-          disabledReason: null
+          disabledReason: null,
+          previousSecretExpiresAt: null,
+          maxAttemptsPerSecond: null
         })
         expect(yield* api.surveyWebhook.get(survey("srv_other"))).toEqual(NONE)
         yield* api.workspaceWebhooks.delete({})

@@ -81,7 +81,7 @@ const signedFetch = (port: number, secret: string) => {
       const signer = yield* Signer
       const id = makeId("evt")
       const body = JSON.stringify({ id, type: "response.completed", timestamp: toIso(timestamp), formId: "srv_bench", data: {} })
-      const headers = yield* signer.sign({ secret, eventId: id, timestampSeconds: Math.floor(timestamp / 1000), body })
+      const headers = yield* signer.sign({ secrets: [secret], eventId: id, timestampSeconds: Math.floor(timestamp / 1000), body })
       yield* Effect.promise(() =>
         fetch(target, {
           method: "POST",

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
-import { DisabledReason, EventFilter } from "../Domain/Webhook.js"
+import { DisabledReason, EventFilter, MaxAttemptsPerSecond, SigningSecret } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
 import { Limit } from "../Domain/Page.js"
 import { IsoInstant } from "../Domain/Time.js"
@@ -18,12 +18,23 @@ const disabledReason = Schema.NullOr(DisabledReason).annotations({
   description: "Why the webhook was switched off (`enabled` is then false and `targetUrl` kept); null unless disabled."
 })
 
+const previousSecretExpiresAt = Schema.NullOr(Schema.String).annotations({
+  description:
+    "Until when deliveries are also signed with secrets replaced by a rotation (the last one's 24 hours); null when none is honoured."
+})
+
+const maxAttemptsPerSecond = Schema.NullOr(MaxAttemptsPerSecond).annotations({
+  description: "Attempts per second at most; attempts beyond it wait their turn. Null: no limit."
+})
+
 /** Webhook settings (api-v1 §2.6) as every GET answers them: never the secret. */
 export const WebhookSettings = Schema.Struct({
   enabled: Schema.Boolean.annotations({ description: "Whether a webhook is configured and not disabled." }),
   targetUrl: Schema.NullOr(Schema.String).annotations({ description: "Receiving URL; null when none is configured." }),
   events,
-  disabledReason
+  disabledReason,
+  previousSecretExpiresAt,
+  maxAttemptsPerSecond
 }).annotations({ identifier: "WebhookSettings" })
 
 /** The answer of a PUT: the only place the new signing secret ever appears. */
@@ -44,8 +55,47 @@ export const WebhookTarget = Schema.Struct({
   events: Schema.optional(EventFilter).annotations({
     description:
       "Event types to receive. Omitted: `[\"response.completed\", \"survey.published\", \"survey.closed\"]`. Unknown, repeated or empty: 400."
-  })
+  }),
+  maxAttemptsPerSecond: Schema.optional(maxAttemptsPerSecond)
 }).annotations({ identifier: "WebhookTarget", ...acceptsUnknownFields })
+
+/** The optional body of a rotation (v1-extensions §X5.2); a field it does not name is refused. */
+export const SecretRotation = Schema.Struct({
+  secret: Schema.optional(SigningSecret)
+}).annotations({ identifier: "WebhookSecretRotation", parseOptions: { onExcessProperty: "error" } })
+
+/** The answer of a rotation: with a PUT's, the only place a signing secret ever appears. */
+export const SecretRotated = Schema.Struct({
+  secret: Schema.String.annotations({ description: "The new signing secret; deliveries are signed with it from now on." }),
+  previousSecretExpiresAt: Schema.String.annotations({
+    description: "Until when deliveries are also signed with the replaced secret (24 hours from now)."
+  })
+}).annotations({ identifier: "WebhookSecretRotated" })
+
+const rotateDescription =
+  "Replaces the signing secret with the one given (`whsec_` + base64 of 24 to 64 bytes) or, without a body, a new random one. For 24 hours every attempt also carries a signature with each replaced secret (at most the five most recent), newest first, so that receivers holding either secret verify. 400 when no enabled webhook is configured."
+
+// The body is optional, which the payload decoding of an endpoint cannot express: it is read by
+// the handler and documented here.
+const rotateDocs = (summary: string) =>
+  OpenApi.annotations({ summary, description: rotateDescription, override: rotateBody })
+
+const rotateBody = {
+  requestBody: {
+      required: false,
+      content: {
+        "application/json": {
+          schema: {
+            type: "object",
+            properties: {
+              secret: { type: "string", description: "`whsec_` + standard base64 of 24 to 64 random bytes." }
+            },
+            additionalProperties: false
+          }
+        }
+      }
+  }
+}
 
 /** One delivery attempt (api-v1 §2.7); never the payload. */
 export const DeliveryAttempt = Schema.Struct({
@@ -132,6 +182,14 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       )
   )
   .add(
+    HttpApiEndpoint.post("rotateSecret")`/surveys/${SurveyIdParam}/webhook/secret/rotate`
+      .addSuccess(SecretRotated)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
+      .annotateContext(rotateDocs("Rotate the survey webhook's signing secret, honouring the replaced one for 24 hours"))
+  )
+  .add(
     HttpApiEndpoint.post("redeliver")`/surveys/${SurveyIdParam}/webhook/events/${EventId}/redeliver`
       .addSuccess(Redelivery, { status: 202 })
       .addError(InvalidRequest.Wire)
@@ -192,6 +250,13 @@ export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
       .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .annotate(OpenApi.Summary, "Send one signed webhook.test event to the workspace webhook")
+  )
+  .add(
+    HttpApiEndpoint.post("rotateSecret", "/webhooks/secret/rotate")
+      .addSuccess(SecretRotated)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
+      .annotateContext(rotateDocs("Rotate the workspace webhook's signing secret, honouring the replaced one for 24 hours"))
   )
   .add(
     HttpApiEndpoint.post("redeliver")`/webhooks/events/${EventId}/redeliver`

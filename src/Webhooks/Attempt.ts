@@ -11,7 +11,8 @@ import { Signer } from "./Signer.js"
  */
 export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
   readonly targetUrl: string
-  readonly secret: string
+  /** The webhook's secrets honoured now, newest first: one signature each. */
+  readonly secrets: readonly [string, ...Array<string>]
   readonly eventId: string
   readonly body: string
 }) {
@@ -20,7 +21,7 @@ export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
   const settings = yield* DeliverySettings
   const now = yield* Clock.currentTimeMillis
   const signature = yield* signer.sign({
-    secret: input.secret,
+    secrets: input.secrets,
     eventId: input.eventId,
     timestampSeconds: Math.floor(now / 1000),
     body: input.body

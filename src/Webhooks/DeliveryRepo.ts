@@ -2,7 +2,9 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
 import { WebhookId } from "../Domain/Ids.js"
+import { type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SqlDialect } from "../Sql/Dialect.js"
+import { attemptsAllowed, firstFree, intervalMillis, madeFrom } from "./Rate.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
 /** A claimed delivery as read: the webhook's columns are null once it was removed. */
@@ -17,13 +19,16 @@ const ClaimedRow = Schema.Struct({
   webhookId: WebhookId,
   webhookSurveyId: Schema.NullOr(Schema.String),
   targetUrl: Schema.NullOr(Schema.String),
-  secret: Schema.NullOr(Schema.String)
+  secret: Schema.NullOr(Schema.String),
+  previousSecrets: Schema.NullOr(Schema.parseJson(PreviousSecrets))
 })
 
 /** Where a claimed delivery goes: its webhook's endpoint and the log its attempts are listed in. */
 export interface DeliveryTarget {
   readonly url: string
   readonly secret: string
+  /** Secrets replaced by a rotation, newest first; those still honoured sign the attempt too. */
+  readonly previousSecrets: ReadonlyArray<PreviousSecret>
   readonly scope: "survey" | "workspace"
 }
 
@@ -42,12 +47,27 @@ export interface ClaimedDelivery {
   readonly target: Option.Option<DeliveryTarget>
 }
 
-const toClaimed = ({ secret, targetUrl, webhookSurveyId, ...delivery }: typeof ClaimedRow.Type): ClaimedDelivery => ({
+const toClaimed = (
+  { previousSecrets, secret, targetUrl, webhookSurveyId, ...delivery }: typeof ClaimedRow.Type
+): ClaimedDelivery => ({
   ...delivery,
   target: targetUrl === null || secret === null
     ? Option.none()
-    : Option.some({ url: targetUrl, secret, scope: webhookSurveyId === null ? "workspace" : "survey" })
+    : Option.some({
+      url: targetUrl,
+      secret,
+      previousSecrets: previousSecrets ?? [],
+      scope: webhookSurveyId === null ? "workspace" : "survey"
+    })
 })
+
+/** What a claim leased, and when a webhook held back by its rate may next be attempted (none when none was). */
+export interface Claim {
+  readonly rows: ReadonlyArray<ClaimedDelivery>
+  readonly heldUntil: number | null
+}
+
+const noClaim: Claim = { rows: [], heldUntil: null }
 
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
@@ -60,7 +80,8 @@ export interface Settled {
 const NextWake = Schema.Struct({ due: Schema.NullOr(Schema.Number), leased: Schema.NullOr(Schema.Number) })
 /** The fan-out cursor and the highest event number of its next batch, none when no event is new. */
 const Cursor = Schema.Struct({ lastSeq: Schema.Number, maxSeq: Schema.NullOr(Schema.Number) })
-const DueRow = Schema.Struct({ id: Schema.Number, webhookId: WebhookId })
+const DueRow = Schema.Struct({ id: Schema.Number, webhookId: WebhookId, perSecond: Schema.NullOr(Schema.Number) })
+const SlotRow = Schema.Struct({ id: WebhookId, nextSlotAt: Schema.Number })
 const IdRow = Schema.Struct({ id: Schema.Number })
 const Depth = Schema.Struct({ depth: Schema.Number, oldestDueAt: Schema.NullOr(Schema.Number) })
 
@@ -118,7 +139,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
       Result: ClaimedRow,
       execute: (ids) =>
         sql`SELECT d.id, d.event_id, e.type AS event_type, e.workspace_id, e.survey_id, e.payload, d.attempts,
-                   d.webhook_id, w.survey_id AS webhook_survey_id, w.target_url, w.secret
+                   d.webhook_id, w.survey_id AS webhook_survey_id, w.target_url, w.secret, w.previous_secrets
             FROM deliveries d
             JOIN events e ON e.seq = d.event_seq
             LEFT JOIN webhooks w ON w.id = d.webhook_id
@@ -133,12 +154,12 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     // runs the subquery once per webhook.
     const dueJoin = dialect.choose({
       pg: () => (due: Statement.Fragment) =>
-        sql`SELECT d.id, d.webhook_id FROM webhooks w
+        sql`SELECT d.id, d.webhook_id, w.max_attempts_per_second AS per_second FROM webhooks w
             CROSS JOIN LATERAL (SELECT id, webhook_id, next_attempt_at ${due}) d
             WHERE w.disabled_reason IS NULL
             ORDER BY d.next_attempt_at, d.id`,
       sqlite: () => (due: Statement.Fragment) =>
-        sql`SELECT d.id, d.webhook_id FROM webhooks w
+        sql`SELECT d.id, d.webhook_id, w.max_attempts_per_second AS per_second FROM webhooks w
             JOIN deliveries d ON d.id IN (SELECT id ${due})
             WHERE w.disabled_reason IS NULL
             ORDER BY d.next_attempt_at, d.id`
@@ -150,6 +171,15 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         dueJoin(sql`FROM deliveries
           WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
           ORDER BY next_attempt_at, id LIMIT ${perWebhook}`)
+    })
+
+    // The rated webhooks' rows stay locked until the claim commits: of several processes claiming
+    // at once, each takes its slots after the other's.
+    const slotsOf = SqlSchema.findAll({
+      Request: Schema.Array(WebhookId),
+      Result: SlotRow,
+      execute: (ids) =>
+        sql`SELECT w.id, w.next_slot_at FROM webhooks w WHERE w.id IN ${sql.in(ids)} ORDER BY w.id${dialect.lockRows("w")}`
     })
 
     const lease = SqlSchema.findAll({
@@ -167,6 +197,10 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      * and a webhook with a deep backlog cannot hide the others' deliveries behind its own.
      * The lease is taken by a conditional update: of several processes claiming at once, each
      * delivery goes to one (the others' updates find its lease taken and skip it).
+     *
+     * A webhook with a rate gives each leased delivery the next slot of its schedule
+     * (src/Webhooks/Rate.ts); those beyond the slots open now stay queued, in due order, and are
+     * not attempts. Webhooks without a rate cost no statement more.
      */
     const claim = Effect.fn("DeliveryRepo.claim")(
       function*(input: {
@@ -178,19 +212,55 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
       }) {
         const { now, perWebhook } = input
         const due = yield* dueRows({ now, perWebhook })
+        const rates = new Map<WebhookId, number>()
+        for (const row of due) if (row.perSecond !== null) rates.set(row.webhookId, row.perSecond)
+        const slots = new Map<string, number>()
+        if (rates.size > 0) {
+          for (const row of yield* slotsOf([...rates.keys()])) slots.set(row.id, firstFree(row.nextSlotAt, now))
+        }
         const taken = new Map<string, number>()
         const list: Array<number> = []
+        const held = new Set<string>()
         for (const row of due) {
           if (list.length >= input.free) break
           const count = (input.inFlight.get(row.webhookId) ?? 0) + (taken.get(row.webhookId) ?? 0)
           if (count >= perWebhook) continue
+          const perSecond = rates.get(row.webhookId)
+          const start = slots.get(row.webhookId)
+          if (
+            perSecond !== undefined && start !== undefined &&
+            (taken.get(row.webhookId) ?? 0) >= attemptsAllowed(start, now, perSecond)
+          ) {
+            held.add(row.webhookId)
+            continue
+          }
           taken.set(row.webhookId, (taken.get(row.webhookId) ?? 0) + 1)
           list.push(row.id)
         }
-        if (list.length === 0) return []
-        const leased = yield* lease({ ids: list, now, until: now + input.leaseMillis })
-        if (leased.length === 0) return []
-        return (yield* claimedById(leased.map((row) => row.id))).map(toClaimed)
+        const leased = list.length === 0 ? [] : yield* lease({ ids: list, now, until: now + input.leaseMillis })
+        let heldUntil: number | null = null
+        if (rates.size > 0) {
+          const byWebhook = new Map(due.map((row) => [row.id, row.webhookId]))
+          const leasedOf = new Map<string, number>()
+          for (const { id } of leased) {
+            const webhookId = byWebhook.get(id)
+            if (webhookId !== undefined) leasedOf.set(webhookId, (leasedOf.get(webhookId) ?? 0) + 1)
+          }
+          for (const [webhookId, perSecond] of rates) {
+            const start = slots.get(webhookId)
+            if (start === undefined) continue
+            const next = start + (leasedOf.get(webhookId) ?? 0) * intervalMillis(perSecond)
+            if ((leasedOf.get(webhookId) ?? 0) > 0) {
+              yield* sql`UPDATE webhooks SET next_slot_at = ${next} WHERE id = ${webhookId}`
+            }
+            if (held.has(webhookId)) {
+              const at = madeFrom(next, perSecond)
+              heldUntil = heldUntil === null ? at : Math.min(heldUntil, at)
+            }
+          }
+        }
+        if (leased.length === 0) return { ...noClaim, heldUntil }
+        return { rows: (yield* claimedById(leased.map((row) => row.id))).map(toClaimed), heldUntil }
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )

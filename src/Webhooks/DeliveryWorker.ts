@@ -6,6 +6,7 @@ import { periodically, registerLoop, supervise } from "../Background/Supervise.j
 import { AppConfig } from "../Config.js"
 import { oldestDueDeliveryAge, outboxDepth, webhookDeliveries } from "../Telemetry/Metrics.js"
 import { attemptOnce } from "./Attempt.js"
+import { honouredSecrets } from "../Domain/Webhook.js"
 import { type ClaimedDelivery, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { DeliveryRounds, DeliverySettings } from "./DeliverySettings.js"
 import { nextAttemptAt } from "./RetrySchedule.js"
@@ -30,7 +31,7 @@ const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: Claim
   const attemptedAt = yield* Clock.currentTimeMillis
   const outcome: AttemptOutcome = yield* attemptOnce({
     targetUrl: target.url,
-    secret: target.secret,
+    secrets: honouredSecrets(target.secret, target.previousSecrets, attemptedAt),
     eventId: row.eventId,
     body: row.payload
   })
@@ -156,8 +157,10 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       lastFanOut = now
     }
     let claimed = 0
+    // When a webhook held back by its delivery rate may next be attempted.
+    let held: number | null = null
     if (slots.free > 0) {
-      const rows = yield* repo.claim({
+      const { heldUntil, rows } = yield* repo.claim({
         now,
         free: slots.free,
         perWebhook: settings.perWebhook,
@@ -165,6 +168,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         leaseMillis
       })
       claimed = rows.length
+      held = heldUntil
       for (const row of rows) {
         leased.add(row.id)
         yield* renewal.wake(Effect.sync(() => leasing.unsafeOpen()))
@@ -177,7 +181,8 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     if (fanned >= settings.batch) return { at: now, claimed, atOnce: true, wakeAt: null }
     const next = yield* repo.nextWake(now)
     // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
-    return { at: now, claimed, atOnce: false, wakeAt: next === null || next <= now ? null : next }
+    const wakeAt = [next, held].filter((at): at is number => at !== null && at > now)
+    return { at: now, claimed, atOnce: false, wakeAt: wakeAt.length === 0 ? null : Math.min(...wakeAt) }
   })
 
   /**

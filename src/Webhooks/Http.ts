@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { Clock, Duration, Effect, Either, Layer, Option } from "effect"
+import { HttpApiBuilder, HttpApiError, HttpServerRequest } from "@effect/platform"
+import { Clock, Duration, Effect, Either, Layer, Option, Schema } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { AppConfig } from "../Config.js"
@@ -7,9 +7,12 @@ import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { makeId, type SurveyId, type WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { defaultEventTypes, type EventEnvelope } from "../Domain/Event.js"
+import { honouredSecrets, previousSecretsExpireAt, secretOverlapMillis } from "../Domain/Webhook.js"
+import { toInvalidRequest } from "../Http/RequestErrors.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import type { RecoveryWindow, WebhookTarget } from "./Api.js"
+import { type RecoveryWindow, SecretRotation, type WebhookTarget } from "./Api.js"
 import { attemptOnce } from "./Attempt.js"
+import { madeFrom } from "./Rate.js"
 import { eventRetention, Redelivery } from "./Redelivery.js"
 import type { WebhookScope } from "./RedeliveryRepo.js"
 import { Signer } from "./Signer.js"
@@ -36,6 +39,11 @@ const toAttempt = (row: LoggedAttempt) => ({
   attemptedAt: toIso(row.attemptedAt)
 })
 
+/** The settings of a scope without a webhook. */
+const unconfigured = {
+  enabled: false, targetUrl: null, events: [], disabledReason: null, previousSecretExpiresAt: null, maxAttemptsPerSecond: null
+} as const
+
 /** Handlers of api-v1 §4.6 and §4.7. */
 export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const repo = yield* WebhookRepo
@@ -59,21 +67,31 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       const targetUrl = yield* checkTarget(input.targetUrl)
       const secret = yield* signer.newSecret
       const events = input.events ?? defaultEventTypes
-      yield* repo.put({ workspaceId, surveyId, targetUrl, secret, events, now: yield* Clock.currentTimeMillis })
+      const maxAttemptsPerSecond = input.maxAttemptsPerSecond ?? null
+      const now = yield* Clock.currentTimeMillis
+      yield* repo.put({ workspaceId, surveyId, targetUrl, secret, events, maxAttemptsPerSecond, now })
       return { enabled: true, targetUrl, signingSecret: secret, events, disabledReason: null }
     })
 
   const settings = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
-    Effect.map(repo.find(workspaceId, surveyId), (found) =>
-      Option.match(found, {
-        onNone: () => ({ enabled: false, targetUrl: null, events: [], disabledReason: null }),
-        onSome: (webhook) => ({
-          enabled: webhook.enabled,
-          targetUrl: webhook.targetUrl,
-          events: webhook.events,
-          disabledReason: Option.getOrNull(webhook.disabledReason)
-        })
-      }))
+    Effect.gen(function*() {
+      const found = yield* repo.find(workspaceId, surveyId)
+      const now = yield* Clock.currentTimeMillis
+      return Option.match(found, {
+        onNone: () => unconfigured,
+        onSome: (webhook) => {
+          const expiresAt = previousSecretsExpireAt(webhook.previousSecrets, now)
+          return {
+            enabled: webhook.enabled,
+            targetUrl: webhook.targetUrl,
+            events: webhook.events,
+            disabledReason: Option.getOrNull(webhook.disabledReason),
+            previousSecretExpiresAt: expiresAt === null ? null : toIso(expiresAt),
+            maxAttemptsPerSecond: webhook.maxAttemptsPerSecond
+          }
+        }
+      })
+    })
 
   /** The scope's webhook when it is configured and enabled; else 400, as the operations on it need. */
   const enabledWebhook = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
@@ -96,6 +114,12 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const sendTest = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
     Effect.gen(function*() {
       const webhook = yield* enabledWebhook(workspaceId, surveyId)
+      // A test event takes its turn in the webhook's delivery rate like any attempt (v1-extensions §X5.3).
+      if (webhook.maxAttemptsPerSecond !== null) {
+        const slot = yield* repo.takeSlot(webhook.id, webhook.maxAttemptsPerSecond, yield* Clock.currentTimeMillis)
+        const wait = madeFrom(slot, webhook.maxAttemptsPerSecond) - (yield* Clock.currentTimeMillis)
+        if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+      }
       const now = yield* Clock.currentTimeMillis
       const event: EventEnvelope = {
         id: makeId("evt"),
@@ -106,7 +130,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       }
       const outcome = yield* attemptOnce({
         targetUrl: webhook.targetUrl,
-        secret: webhook.secret,
+        secrets: honouredSecrets(webhook.secret, webhook.previousSecrets, now),
         eventId: event.id,
         body: JSON.stringify(event)
       })
@@ -128,6 +152,44 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         attemptedAt: now
       })
       return { delivered: outcome.ok }
+    })
+
+  /**
+   * The optional body of a rotation, read here: an endpoint's payload decoding refuses an empty
+   * body. Answers the secret the client chose, none when the body is empty.
+   */
+  const chosenSecret = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const text = yield* Effect.orElseSucceed(request.text, () => "")
+    if (text.trim() === "") return undefined
+    const parsed = yield* Effect.try((): unknown => JSON.parse(text)).pipe(
+      Effect.mapError(() =>
+        new InvalidRequest({
+          message: "The request body is not valid JSON.",
+          issues: [{ path: "", message: "expected a JSON body" }]
+        })
+      )
+    )
+    const body = yield* Schema.decodeUnknown(SecretRotation, { errors: "all" })(parsed).pipe(
+      Effect.catchTag("ParseError", (error) =>
+        Effect.flatMap(HttpApiError.HttpApiDecodeError.fromParseError(error), (decodeError) =>
+          Effect.fail(toInvalidRequest(decodeError))))
+    )
+    return body.secret
+  })
+
+  /** v1-extensions §X5.2: a new secret, the replaced one honoured for 24 hours. */
+  const rotateSecret = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
+    Effect.gen(function*() {
+      const chosen = yield* chosenSecret
+      yield* enabledWebhook(workspaceId, surveyId)
+      const secret = chosen ?? (yield* signer.newSecret)
+      const now = yield* Clock.currentTimeMillis
+      const rotated = yield* repo.rotate({ workspaceId, surveyId, secret, now })
+      if (Option.isNone(rotated)) {
+        return yield* new InvalidRequest({ message: "The webhook was removed or disabled meanwhile; nothing was rotated." })
+      }
+      return { secret, previousSecretExpiresAt: toIso(now + secretOverlapMillis) }
     })
 
   /** v1-extensions §X1.2: the event must be of the scope and at most 30 days old; then the webhook must be enabled. */
@@ -185,6 +247,8 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
             const survey = yield* access.require(path.id)
             return yield* sendTest(survey.workspaceId, survey.id)
           }))
+        .handle("rotateSecret", ({ path }) =>
+          Effect.flatMap(access.require(path.id), (survey) => rotateSecret(survey.workspaceId, survey.id)))
         .handle("redeliver", ({ path }) =>
           Effect.flatMap(
             access.require(path.id),
@@ -216,6 +280,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
             return yield* sendTest(key.workspaceId, null)
           }))
+        .handle("rotateSecret", () => Effect.flatMap(requireWorkspaceKey, (key) => rotateSecret(key.workspaceId, null)))
         .handle("redeliver", ({ path }) =>
           Effect.flatMap(requireWorkspaceKey, (key) => redeliver({ workspaceId: key.workspaceId, surveyId: null }, path.eventId)))
         .handle("recover", ({ payload }) =>

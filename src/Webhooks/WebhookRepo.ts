@@ -2,9 +2,10 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Duration, Effect, Option, Schema } from "effect"
 import { makeId, SurveyId, WebhookId, webhookId as asWebhookId, WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { DisabledReason } from "../Domain/Webhook.js"
+import { afterRotation, DisabledReason, type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
+import { firstFree, intervalMillis } from "./Rate.js"
 
 /** A configured endpoint as stored: `disabledReason` is null while it is enabled. */
 const WebhookRow = Schema.Struct({
@@ -13,6 +14,8 @@ const WebhookRow = Schema.Struct({
   surveyId: Schema.NullOr(SurveyId),
   targetUrl: Schema.String,
   secret: Schema.String,
+  previousSecrets: Schema.parseJson(PreviousSecrets),
+  maxAttemptsPerSecond: Schema.NullOr(Schema.Number),
   disabledReason: Schema.NullOr(DisabledReason)
 })
 
@@ -23,6 +26,10 @@ export interface Webhook {
   readonly surveyId: SurveyId | null
   readonly targetUrl: string
   readonly secret: string
+  /** Secrets replaced by a rotation, newest first, with when each stops being honoured. */
+  readonly previousSecrets: ReadonlyArray<PreviousSecret>
+  /** Attempts per second at most; null: no limit. */
+  readonly maxAttemptsPerSecond: number | null
   readonly enabled: boolean
   /** Why it was switched off; none while it is enabled. */
   readonly disabledReason: Option.Option<DisabledReason>
@@ -71,6 +78,7 @@ export interface NewAttempt {
 
 const Scope = Schema.Struct({ workspaceId: WorkspaceId, surveyId: Schema.NullOr(SurveyId) })
 const HealthRow = Schema.Struct({ disabledReason: Schema.NullOr(DisabledReason) })
+const SlotRow = Schema.Struct({ nextSlotAt: Schema.Number })
 
 /** Webhook settings and the attempt log. SQL failures are defects here. */
 export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/WebhookRepo", {
@@ -82,7 +90,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       Request: Scope,
       Result: WebhookRow,
       execute: ({ surveyId, workspaceId }) =>
-        sql`SELECT id, workspace_id, survey_id, target_url, secret, disabled_reason FROM webhooks
+        sql`SELECT id, workspace_id, survey_id, target_url, secret, previous_secrets, max_attempts_per_second, disabled_reason
+            FROM webhooks
             WHERE workspace_id = ${workspaceId} AND COALESCE(survey_id, '') = ${surveyId ?? ""}`
     })
 
@@ -92,7 +101,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       Request: Scope,
       Result: WebhookTypeRow,
       execute: ({ surveyId, workspaceId }) =>
-        sql`SELECT w.id, w.workspace_id, w.survey_id, w.target_url, w.secret, w.disabled_reason, t.event_type
+        sql`SELECT w.id, w.workspace_id, w.survey_id, w.target_url, w.secret, w.previous_secrets, w.max_attempts_per_second,
+                   w.disabled_reason, t.event_type
             FROM webhooks w LEFT JOIN webhook_event_types t ON t.webhook_id = w.id
             WHERE w.workspace_id = ${workspaceId} AND COALESCE(w.survey_id, '') = ${surveyId ?? ""}`
     })
@@ -133,8 +143,9 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     })
 
     /**
-     * Registers or replaces the endpoint of a scope with a new secret and the event types it
-     * receives. A disabled webhook is enabled again, with a clean record of failures.
+     * Registers or replaces the endpoint of a scope with a new secret, the event types it
+     * receives and its rate. A disabled webhook is enabled again, with a clean record of failures;
+     * secrets replaced by rotations are no longer honoured.
      */
     const put = Effect.fn("WebhookRepo.put")(
       function*(input: {
@@ -143,6 +154,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         targetUrl: string
         secret: string
         events: ReadonlyArray<SubscribableEventType>
+        /** Null or omitted: no limit. */
+        maxAttemptsPerSecond?: number | null
         now: number
       }) {
         const now = toIso(input.now)
@@ -151,7 +164,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         let id: WebhookId
         if (Option.isSome(existing)) {
           id = existing.value.id
-          yield* sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, updated_at = ${now},
+          yield* sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, previous_secrets = '[]',
+                       max_attempts_per_second = ${input.maxAttemptsPerSecond ?? null}, updated_at = ${now},
                        disabled_reason = NULL, failing_since = NULL
                      WHERE id = ${id}`
           yield* sql`DELETE FROM webhook_event_types WHERE webhook_id = ${id}`
@@ -164,13 +178,53 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
           // src/Sql/Dialect.ts readSettled): then every event numbered up to the highest one has
           // committed before the webhook, and every later one commits after it with a higher number.
           yield* settleEvents
-          yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, since_seq, created_at, updated_at)
+          yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, max_attempts_per_second, since_seq,
+                                           created_at, updated_at)
                      SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
-                            COALESCE(MAX(seq), 0), ${now}, ${now} FROM events`
+                            ${input.maxAttemptsPerSecond ?? null}, COALESCE(MAX(seq), 0), ${now}, ${now} FROM events`
         }
         yield* sql`INSERT INTO webhook_event_types ${
           sql.insert(input.events.map((eventType) => ({ webhookId: id, eventType })))
         }`
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    /**
+     * Replaces the signing secret of a scope's enabled webhook; the replaced one stays honoured
+     * for 24 hours (v1-extensions §X5.2). Answers the replaced secrets as they now stand, none
+     * when the scope has no enabled webhook.
+     */
+    const rotate = Effect.fn("WebhookRepo.rotate")(
+      function*(input: { workspaceId: WorkspaceId; surveyId: SurveyId | null; secret: string; now: number }) {
+        yield* lockScope(input)
+        const existing = yield* findScope(input)
+        if (Option.isNone(existing) || existing.value.disabledReason !== null) return Option.none<ReadonlyArray<PreviousSecret>>()
+        const previous = afterRotation(existing.value.secret, existing.value.previousSecrets, input.now)
+        yield* sql`UPDATE webhooks SET secret = ${input.secret}, previous_secrets = ${JSON.stringify(previous)},
+                     updated_at = ${toIso(input.now)}
+                   WHERE id = ${existing.value.id}`
+        return Option.some(previous)
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    const readSlot = SqlSchema.findAll({
+      Request: WebhookId,
+      Result: SlotRow,
+      execute: (id) => sql`SELECT next_slot_at FROM webhooks w WHERE w.id = ${id}${dialect.lockRows("w")}`
+    })
+
+    /**
+     * Takes the next free slot of a rated webhook's delivery rate for one attempt made outside the
+     * worker (a test event); answers the slot (v1-extensions §X5.3, src/Webhooks/Rate.ts).
+     */
+    const takeSlot = Effect.fn("WebhookRepo.takeSlot")(
+      function*(webhookId: WebhookId, perSecond: number, now: number) {
+        const row = (yield* readSlot(webhookId))[0]
+        const slot = firstFree(row?.nextSlotAt ?? 0, now)
+        yield* sql`UPDATE webhooks SET next_slot_at = ${slot + intervalMillis(perSecond)} WHERE id = ${webhookId}`
+        return slot
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )
@@ -305,6 +359,6 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       return rows.length
     })
 
-    return { find, put, remove, recordAttempt, recordOutcome, logOutcome, attempts, purgeAttempts } as const
+    return { find, put, rotate, takeSlot, remove, recordAttempt, recordOutcome, logOutcome, attempts, purgeAttempts } as const
   })
 }) {}
