@@ -282,8 +282,10 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
         { operationId: "erasures.create", url: "/api/v1/erasures", token: TOKENS.editor, body: { externalUserId: "extra-field" } },
         { operationId: "surveyWebhook.put", url: "/api/v1/surveys/srv_all/webhook", token: TOKENS.editor, body: { targetUrl: "http://127.0.0.1:9/survey" } },
         { operationId: "surveyWebhook.recover", url: "/api/v1/surveys/srv_all/webhook/recover", token: TOKENS.editor, body: window },
+        { operationId: "surveyWebhook.rotateSecret", url: "/api/v1/surveys/srv_all/webhook/secret/rotate", token: TOKENS.editor, body: {} },
         { operationId: "workspaceWebhooks.put", url: "/api/v1/webhooks", token: TOKENS.editor, body: { targetUrl: "http://127.0.0.1:9/workspace" } },
         { operationId: "workspaceWebhooks.recover", url: "/api/v1/webhooks/recover", token: TOKENS.editor, body: window },
+        { operationId: "workspaceWebhooks.rotateSecret", url: "/api/v1/webhooks/secret/rotate", token: TOKENS.editor, body: {} },
         { operationId: "respondent.start", url: "/respond/v1/responses", token: respondentToken, body: { answers: [] } },
         { operationId: "respondent.save", url: `/respond/v1/responses/${responseId}`, token: respondentToken, body: { answers: [] } }
       ]
@@ -321,8 +323,11 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
         "erasures.create": "taken",
         "surveyWebhook.put": "taken",
         "surveyWebhook.recover": "taken",
+        // The rotation's body names the secret to sign with: a misspelt field must not go unnoticed.
+        "surveyWebhook.rotateSecret": "refused",
         "workspaceWebhooks.put": "taken",
         "workspaceWebhooks.recover": "taken",
+        "workspaceWebhooks.rotateSecret": "refused",
         "respondent.start": "refused",
         "respondent.save": "refused"
       })

@@ -1,0 +1,275 @@
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Duration, Effect, TestClock } from "effect"
+import { Webhook } from "standardwebhooks"
+import { toIso } from "../src/Domain/Time.js"
+import { SecretRotated, WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
+import { advance } from "./support/Advance.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { bodyOf, call, ErrorBody, get, TestServer } from "./support/TestServer.js"
+import { type Received, receiver } from "./support/WebhookReceiver.js"
+import { complete, register, WebhookWorld } from "./support/WebhookWorld.js"
+
+const DAY = 24 * 60 * 60 * 1000
+
+const rotate = (path: string, options: { readonly body?: string; readonly token?: string } = {}) =>
+  call("POST", `/api/v1${path}/secret/rotate`, {
+    token: options.token ?? TOKENS.editor,
+    ...(options.body === undefined ? {} : { body: options.body })
+  })
+
+/** Rotates the secret of the webhook at `path` (`/webhooks` or `/surveys/{id}/webhook`); answers the rotation. */
+const rotated = (path: string, secret?: string) =>
+  Effect.gen(function*() {
+    const res = yield* rotate(path, secret === undefined ? {} : { body: JSON.stringify({ secret }) })
+    if (res.status !== 200) return yield* Effect.dieMessage(`rotation answered ${res.status}: ${res.text}`)
+    expect(res.text).not.toContain("signingSecret")
+    return bodyOf(SecretRotated, res)
+  })
+
+const settingsOf = (path: string) => Effect.map(get(`/api/v1${path}`, TOKENS.editor), (res) => bodyOf(WebhookSettings, res))
+
+const signaturesOf = (request: Received) => (request.headers["webhook-signature"] ?? "").split(" ")
+
+/** The signature the `standardwebhooks` package computes with `secret` for what the receiver got. */
+const signedBy = (secret: string, request: Received) =>
+  new Webhook(secret).sign(
+    request.headers["webhook-id"] ?? "",
+    new Date(Number(request.headers["webhook-timestamp"]) * 1000),
+    request.body
+  )
+
+/**
+ * Every request carries one signature per secret, newest first, and `standardwebhooks` verifies
+ * it with each secret alone (a receiver still holding any one of them), never with another.
+ */
+const expectSignedByEach = (requests: ReadonlyArray<Received>, secrets: ReadonlyArray<string>, stranger: string) => {
+  for (const request of requests) {
+    expect(signaturesOf(request)).toEqual(secrets.map((secret) => signedBy(secret, request)))
+    for (const secret of secrets) {
+      expect(() => new Webhook(secret).verify(request.body, request.headers)).not.toThrow()
+    }
+    expect(() => new Webhook(stranger).verify(request.body, request.headers)).toThrow()
+  }
+}
+
+/** A receiver that refuses every other request of one event id: each first attempt fails, its retry succeeds. */
+const refusingFirstTries = () => {
+  const seen = new Map<string, number>()
+  return receiver((request) => {
+    const id = request.headers.get("webhook-id") ?? ""
+    const before = seen.get(id) ?? 0
+    seen.set(id, before + 1)
+    return new Response("", { status: before % 2 === 0 ? 500 : 200 })
+  })
+}
+
+const testEvent = (path: string) => call("POST", `/api/v1${path}/test`, { token: TOKENS.editor })
+
+/** The outbox is polled hourly, so that a day passes in a few rounds of the worker. */
+const hourly = WebhookWorld({ pollInterval: Duration.hours(1) })
+
+/** A test clock at the real time, so that `standardwebhooks` accepts the `webhook-timestamp` of what is sent. */
+const atRealTime = <A, E, R>(test: Effect.Effect<A, E, R>) => Effect.zipRight(TestClock.setTime(Date.now()), test)
+
+describe("rotating a webhook's signing secret", () => {
+  it.effect("signs first attempts, retries, redeliveries and test events with every honoured secret, newest first", () =>
+    atRealTime(
+      Effect.gen(function*() {
+        const target = yield* refusingFirstTries()
+        const first = yield* register(target.url)
+        const stranger = `whsec_${Buffer.alloc(32, 7).toString("base64")}`
+        let seen = 0
+        /** An event's first attempt and retry, its redelivery and that one's retry, and a test event. */
+        const everyKindOfAttempt = (responseId: string) =>
+          Effect.gen(function*() {
+            const event = yield* complete("srv_main", "ws_a", responseId)
+            yield* advance("1 second")
+            yield* target.receivedAtLeast(seen + 1)
+            yield* advance("6 seconds")
+            yield* target.receivedAtLeast(seen + 2)
+            const redelivery = yield* call("POST", `/api/v1/webhooks/events/${event.id}/redeliver`, { token: TOKENS.editor })
+            expect(redelivery.status).toBe(202)
+            yield* advance("1 second")
+            yield* target.receivedAtLeast(seen + 3)
+            yield* advance("6 seconds")
+            yield* target.receivedAtLeast(seen + 4)
+            expect((yield* testEvent("/webhooks")).status).toBe(200)
+            const all = yield* target.receivedAtLeast(seen + 5)
+            const these = all.slice(seen)
+            seen = all.length
+            expect(these.map((r) => r.headers["webhook-id"])).toEqual([event.id, event.id, event.id, event.id, expect.any(String)])
+            return these
+          })
+
+        const second = yield* rotated("/webhooks")
+        expect(second.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+        expect(second.previousSecretExpiresAt).toBe(toIso((yield* TestClock.currentTimeMillis) + DAY))
+        expectSignedByEach(yield* everyKindOfAttempt("rsp_1"), [second.secret, first], stranger)
+
+        const chosen = `whsec_${Buffer.alloc(24, 1).toString("base64")}`
+        const third = yield* rotated("/webhooks", chosen)
+        expect(third.secret).toBe(chosen)
+        expectSignedByEach(yield* everyKindOfAttempt("rsp_2"), [chosen, second.secret, first], stranger)
+        // The secrets appear in no answer but the rotation's.
+        const read = yield* get("/api/v1/webhooks", TOKENS.editor)
+        expect(read.text).not.toContain("whsec_")
+        expect(bodyOf(WebhookSettings, read).previousSecretExpiresAt).toBe(third.previousSecretExpiresAt)
+      }).pipe(Effect.provide(WebhookWorld()), Effect.scoped)
+    ))
+
+  it.effect("honours a replaced secret for 24 hours, then signs with the current one alone", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const first = yield* register(target.url, "srv_main")
+      const path = "/surveys/srv_main/webhook"
+      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBeNull()
+      const start = yield* TestClock.currentTimeMillis
+      const second = yield* rotated(path)
+      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBe(toIso(start + DAY))
+      yield* advance(Duration.millis(DAY - 1))
+      expect((yield* testEvent(path)).status).toBe(200)
+      const [before] = yield* target.receivedAtLeast(1)
+      if (before === undefined) return yield* Effect.dieMessage("no test event")
+      expect(signaturesOf(before)).toEqual([signedBy(second.secret, before), signedBy(first, before)])
+      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBe(toIso(start + DAY))
+
+      yield* advance("1 millis")
+      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBeNull()
+      expect((yield* testEvent(path)).status).toBe(200)
+      yield* complete("srv_main", "ws_a", "rsp_3")
+      yield* advance("1 hour")
+      const after = (yield* target.receivedAtLeast(3)).slice(1)
+      for (const request of after) {
+        expect(signaturesOf(request)).toEqual([signedBy(second.secret, request)])
+      }
+    }).pipe(Effect.provide(hourly), Effect.scoped))
+
+  it.effect("honours at most the five most recent replaced secrets, each for 24 hours from its own rotation", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const secrets = [yield* register(target.url)]
+      const start = yield* TestClock.currentTimeMillis
+      for (let i = 0; i < 7; i++) {
+        secrets.unshift((yield* rotated("/webhooks")).secret)
+        yield* advance("1 hour")
+      }
+      // Seven rotations: the current secret and the five most recent replaced ones.
+      expect((yield* testEvent("/webhooks")).status).toBe(200)
+      const [six] = yield* target.receivedAtLeast(1)
+      if (six === undefined) return yield* Effect.dieMessage("no test event")
+      expect(signaturesOf(six)).toEqual(secrets.slice(0, 6).map((secret) => signedBy(secret, six)))
+      // The last rotation, 1 hour ago, sets when the overlap ends.
+      expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBe(toIso(start + 6 * 3_600_000 + DAY))
+
+      // 24 hours after the fourth rotation: the secrets it and the earlier ones replaced are no longer honoured.
+      yield* advance(Duration.millis(DAY - 4 * 3_600_000))
+      expect((yield* testEvent("/webhooks")).status).toBe(200)
+      const [, four] = yield* target.receivedAtLeast(2)
+      if (four === undefined) return yield* Effect.dieMessage("no test event")
+      expect(signaturesOf(four)).toEqual(secrets.slice(0, 4).map((secret) => signedBy(secret, four)))
+    }).pipe(Effect.provide(hourly), Effect.scoped))
+
+  it.effect("a PUT registering the webhook again replaces the secret at once, without an overlap", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      yield* register(target.url)
+      yield* rotated("/webhooks")
+      yield* rotated("/webhooks")
+      const registered = yield* call("PUT", "/api/v1/webhooks", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ targetUrl: target.url })
+      })
+      const secret = bodyOf(WebhookRegistered, registered).signingSecret
+      expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
+      expect((yield* testEvent("/webhooks")).status).toBe(200)
+      yield* complete("srv_main")
+      yield* advance("1 second")
+      const received = yield* target.receivedAtLeast(2)
+      for (const request of received) expect(signaturesOf(request)).toEqual([signedBy(secret, request)])
+    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
+})
+
+const putWebhook = (path: string, token: string = TOKENS.editor) =>
+  Effect.gen(function*() {
+    const res = yield* call("PUT", `/api/v1${path}`, {
+      token,
+      body: JSON.stringify({ targetUrl: "http://127.0.0.1:9/rotation" })
+    })
+    expect(res.status).toBe(200)
+  })
+
+const refused = (res: { readonly status: number; readonly body: unknown }, status: number, code: string) => {
+  expect(res.status).toBe(status)
+  expect(bodyOf(ErrorBody, res).code).toBe(code)
+}
+
+layer(TestServer(baseFixture, { webhookAllowPrivateTargets: true }))(
+  "secret rotation requests",
+  (it) => {
+    it.effect("follow the scope rules: editor key, workspace key for the workspace webhook, a webhook in the scope", () =>
+      Effect.gen(function*() {
+        // No webhook in the scope.
+        refused(yield* rotate("/webhooks"), 400, "invalid_request")
+        refused(yield* rotate("/surveys/srv_main/webhook"), 400, "invalid_request")
+        yield* putWebhook("/webhooks")
+        yield* putWebhook("/surveys/srv_main/webhook")
+        // Viewers write nothing; a survey-limited key has no workspace webhook and only its surveys.
+        refused(yield* rotate("/webhooks", { token: TOKENS.viewer }), 403, "forbidden")
+        refused(yield* rotate("/surveys/srv_main/webhook", { token: TOKENS.viewer }), 403, "forbidden")
+        refused(yield* rotate("/webhooks", { token: TOKENS.limited }), 403, "forbidden")
+        refused(yield* rotate("/surveys/srv_draft/webhook", { token: TOKENS.limited }), 403, "forbidden")
+        for (const id of ["srv_other", "srv_trashed", "srv_nope"]) {
+          refused(yield* rotate(`/surveys/${id}/webhook`), 404, "not_found")
+        }
+        refused(yield* rotate("/surveys/srv_draft/webhook"), 400, "invalid_request")
+        expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
+        expect((yield* settingsOf("/surveys/srv_main/webhook")).previousSecretExpiresAt).toBeNull()
+
+        // A survey-limited key rotates its survey's webhook; the workspace webhook is another scope.
+        const res = yield* rotate("/surveys/srv_main/webhook", { token: TOKENS.limited })
+        expect(res.status).toBe(200)
+        expect((yield* settingsOf("/surveys/srv_main/webhook")).previousSecretExpiresAt).not.toBeNull()
+        expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
+        expect((yield* rotate("/webhooks")).status).toBe(200)
+        expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).not.toBeNull()
+
+        // Removed: nothing to rotate.
+        expect((yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.editor })).status).toBe(204)
+        refused(yield* rotate("/webhooks"), 400, "invalid_request")
+        const other = yield* rotate("/webhooks", { token: TOKENS.other })
+        refused(other, 400, "invalid_request")
+      }))
+
+    it.effect("refuse bad bodies with 400 naming the field, and change nothing", () =>
+      Effect.gen(function*() {
+        yield* putWebhook("/surveys/srv_closed/webhook")
+        const bytes = (n: number) => `whsec_${Buffer.alloc(n, 9).toString("base64")}`
+        const cases: ReadonlyArray<readonly [string, string]> = [
+          [JSON.stringify({ secret: bytes(23) }), "secret"],
+          [JSON.stringify({ secret: bytes(65) }), "secret"],
+          [JSON.stringify({ secret: Buffer.alloc(32, 9).toString("base64") }), "secret"],
+          [JSON.stringify({ secret: "whsec_not base64!" }), "secret"],
+          [JSON.stringify({ secret: `${bytes(32)}=` }), "secret"],
+          [JSON.stringify({ secret: 42 }), "secret"],
+          [JSON.stringify({ secret: null }), "secret"],
+          [JSON.stringify({ secret: bytes(32), extra: true }), "extra"],
+          [JSON.stringify([]), ""],
+          ["null", ""],
+          ["{\"secret\":", ""]
+        ]
+        for (const [body, path] of cases) {
+          const res = yield* rotate("/surveys/srv_closed/webhook", { body })
+          expect(res.status, body).toBe(400)
+          const error = bodyOf(ErrorBody, res)
+          expect(error.code, body).toBe("invalid_request")
+          expect(error.issues?.map((issue) => issue.path), body).toContain(path)
+        }
+        expect((yield* settingsOf("/surveys/srv_closed/webhook")).previousSecretExpiresAt).toBeNull()
+        // The extremes are taken; an empty object and no body generate a secret.
+        for (const body of [JSON.stringify({ secret: bytes(24) }), JSON.stringify({ secret: bytes(64) }), "{}", undefined]) {
+          const res = yield* rotate("/surveys/srv_closed/webhook", body === undefined ? {} : { body })
+          expect(res.status, body).toBe(200)
+        }
+      }))
+  }
+)

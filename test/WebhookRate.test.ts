@@ -1,0 +1,125 @@
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import { WebhookSettings } from "../src/Webhooks/Api.js"
+import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { bodyOf, call, ErrorBody, get, TestDatabase, TestServer } from "./support/TestServer.js"
+import { eventually, receiver } from "./support/WebhookReceiver.js"
+import { complete, deliveries, loggedAttempts, WebhookWorld } from "./support/WebhookWorld.js"
+
+const perSecond = 5
+const events = 40
+
+/**
+ * What the receiver saw of a rate of `perSecond`: from the first attempt to the last at least
+ * one interval per attempt, less the slack the schedule allows (250 ms) and the network's; and
+ * in no second more than the rate plus that slack's worth.
+ */
+const expectRateHeld = (arrivals: ReadonlyArray<number>) => {
+  const interval = 1000 / perSecond
+  const span = (arrivals[arrivals.length - 1] ?? 0) - (arrivals[0] ?? 0)
+  expect(span).toBeGreaterThanOrEqual((arrivals.length - 1) * interval - 300)
+  for (const [i, start] of arrivals.entries()) {
+    const inOneSecond = arrivals.slice(i).filter((at) => at < start + 1000).length
+    expect(inOneSecond, `from arrival ${i}`).toBeLessThanOrEqual(perSecond + 2)
+  }
+  // And over the whole run, within 10 % of the rate.
+  expect((arrivals.length - 1) / (span / 1000)).toBeLessThanOrEqual(perSecond * 1.1)
+}
+
+/** A receiver that notes when each request arrived, in real time. */
+const timedReceiver = Effect.gen(function*() {
+  const arrivals: Array<number> = []
+  const target = yield* receiver(() => {
+    arrivals.push(performance.now())
+    return new Response("ok")
+  })
+  return { target, arrivals } as const
+})
+
+const putRate = (path: string, body: Record<string, unknown>) =>
+  call("PUT", `/api/v1${path}`, { token: TOKENS.editor, body: JSON.stringify(body) })
+
+describe("a webhook's delivery rate", () => {
+  it.live("holds attempts to the rate, in due order, and waiting is not an attempt", () =>
+    Effect.gen(function*() {
+      const { arrivals, target } = yield* timedReceiver
+      const res = yield* putRate("/webhooks", { targetUrl: target.url, maxAttemptsPerSecond: perSecond })
+      expect(res.status).toBe(200)
+      const ids: Array<string> = []
+      for (let i = 0; i < events; i++) ids.push((yield* complete("srv_main", "ws_a", `rsp_${i}`)).id)
+      const received = yield* target.receivedAtLeast(events)
+      expectRateHeld(arrivals)
+      // Due order: each event attempted no earlier than the one before it.
+      // The last outcomes may still be on their way to the database.
+      const log = yield* eventually(loggedAttempts, (all) => all.length >= events)
+      expect(log).toHaveLength(events)
+      const attemptedAt = new Map(log.map((attempt) => [attempt.eventId, attempt.attemptedAt]))
+      const times = ids.map((id) => attemptedAt.get(id) ?? Number.NaN)
+      expect(times).toEqual([...times].sort((a, b) => a - b))
+      expect(new Set(received.map((r) => r.headers["webhook-id"]))).toEqual(new Set(ids))
+      // Waiting for a turn is neither a failure nor an attempt.
+      const states = yield* eventually(deliveries, (all) => all.every((d) => d.leaseUntil === 0))
+      expect(states.every((d) => d.state === "delivered" && d.attempts === 1)).toBe(true)
+      expect(log.every((attempt) => attempt.ok === 1)).toBe(true)
+    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped), 60_000)
+
+  it.live("holds across two processes delivering from one database", () =>
+    Effect.gen(function*() {
+      const { arrivals, target } = yield* timedReceiver
+      const { flags } = yield* sharedDatabase(baseFixture)
+      const first = yield* serveProcess(flags)
+      yield* serveProcess(flags)
+      const res = yield* request(`${first.base}/api/v1/webhooks`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${TOKENS.editor}`, "content-type": "application/json" },
+        body: JSON.stringify({ targetUrl: target.url, maxAttemptsPerSecond: perSecond })
+      })
+      expect(res.status).toBe(200)
+      // The events are written by a third party on the database, as a completion in either process would.
+      const [flag, value] = flags
+      const database = TestDatabase(
+        undefined,
+        flag === "--db" ? { databasePath: value ?? "" } : { databaseUrl: Redacted.make(value ?? "") }
+      )
+      yield* Effect.gen(function*() {
+        for (let i = 0; i < events; i++) yield* complete("srv_main", "ws_a", `rsp_${i}`)
+      }).pipe(Effect.provide(database))
+      yield* within("every event at the receiver", target.receivedAtLeast(events))
+      expectRateHeld(arrivals)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
+})
+
+const settingsOf = (path: string) => Effect.map(get(`/api/v1${path}`, TOKENS.editor), (res) => bodyOf(WebhookSettings, res))
+
+layer(TestServer(baseFixture, { webhookAllowPrivateTargets: true }))(
+  "maxAttemptsPerSecond in webhook settings",
+  (it) => {
+    it.effect("is null unless given, shown as given, and null again when a PUT leaves it out", () =>
+      Effect.gen(function*() {
+        for (const path of ["/webhooks", "/surveys/srv_main/webhook"]) {
+          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
+          const targetUrl = "http://127.0.0.1:9/rate"
+          expect((yield* putRate(path, { targetUrl })).status).toBe(200)
+          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
+          for (const rate of [1, 1000, 7]) {
+            expect((yield* putRate(path, { targetUrl, maxAttemptsPerSecond: rate })).status).toBe(200)
+            expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBe(rate)
+          }
+          for (const rate of [0, 1001, 1.5, "x", -3, true]) {
+            const res = yield* putRate(path, { targetUrl, maxAttemptsPerSecond: rate })
+            expect(res.status, String(rate)).toBe(400)
+            const error = bodyOf(ErrorBody, res)
+            expect(error.code).toBe("invalid_request")
+            expect(error.issues?.map((issue) => issue.path)).toContain("maxAttemptsPerSecond")
+            expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBe(7)
+          }
+          expect((yield* putRate(path, { targetUrl, maxAttemptsPerSecond: null })).status).toBe(200)
+          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
+          expect((yield* putRate(path, { targetUrl, maxAttemptsPerSecond: 3 })).status).toBe(200)
+          expect((yield* putRate(path, { targetUrl })).status).toBe(200)
+          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
+        }
+      }))
+  }
+)
