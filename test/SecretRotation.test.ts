@@ -1,5 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
 import { toIso } from "../src/Domain/Time.js"
 import { SecretRotated, WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
@@ -273,3 +275,75 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: true }))(
       }))
   }
 )
+
+type VerifyDelivery = (secrets: ReadonlyArray<string>, body: string, headers: Record<string, string>) => unknown
+
+const isVerifier = (value: unknown): value is VerifyDelivery => typeof value === "function"
+
+/**
+ * The receiver code of docs/api.md's "Rotating a webhook's secret", as written there, loaded as a
+ * module beside the project's own `standardwebhooks`.
+ */
+const documentedVerifier = Effect.gen(function*() {
+  const docs = readFileSync(join(import.meta.dirname, "..", "docs", "api.md"), "utf8")
+  const section = docs.indexOf("### Rotating a webhook's secret")
+  const start = docs.indexOf("```ts\n", section)
+  const end = docs.indexOf("\n```", start + 6)
+  if (section < 0 || start < 0 || end < 0) return yield* Effect.dieMessage("no code block in the rotation section")
+  const cache = join(import.meta.dirname, "..", "node_modules", ".cache")
+  mkdirSync(cache, { recursive: true })
+  const dir = yield* Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(cache, "docs-rotation-"))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+  const file = join(dir, "verify.ts")
+  writeFileSync(file, docs.slice(start + 6, end + 1))
+  const loaded: unknown = yield* Effect.promise(() => import(file))
+  const verifier: unknown = typeof loaded === "object" && loaded !== null && "verifyDelivery" in loaded
+    ? loaded.verifyDelivery
+    : undefined
+  if (!isVerifier(verifier)) return yield* Effect.dieMessage("the documented code exports no verifyDelivery")
+  return verifier
+})
+
+describe("the documented receiver", () => {
+  it.live("verifies deliveries across a rotation with either secret, and not after a PUT replaced both", () =>
+    Effect.gen(function*() {
+      const verifyDelivery = yield* documentedVerifier
+      const target = yield* receiver()
+      const old = yield* register(target.url)
+      const verifies = (secrets: ReadonlyArray<string>, request: Received) => {
+        try {
+          verifyDelivery(secrets, request.body, request.headers)
+          return true
+        } catch {
+          return false
+        }
+      }
+      const sentTest = Effect.gen(function*() {
+        const before = (yield* target.received).length
+        expect((yield* testEvent("/webhooks")).status).toBe(200)
+        const [request] = (yield* target.receivedAtLeast(before + 1)).slice(before)
+        if (request === undefined) return yield* Effect.dieMessage("no test event")
+        return request
+      })
+      const stranger = `whsec_${Buffer.alloc(32, 3).toString("base64")}`
+
+      const before = yield* sentTest
+      expect(verifies([old], before)).toBe(true)
+      const { secret } = yield* rotated("/webhooks")
+      const during = yield* sentTest
+      for (const [label, held] of Object.entries({ both: [secret, old], new: [secret], old: [old], oldAfterAnother: [stranger, old] })) {
+        expect(verifies(held, during), label).toBe(true)
+      }
+      expect(verifies([stranger], during)).toBe(false)
+
+      const registered = yield* call("PUT", "/api/v1/webhooks", {
+        token: TOKENS.editor,
+        body: JSON.stringify({ targetUrl: target.url })
+      })
+      const replaced = yield* sentTest
+      expect(verifies([secret, old], replaced)).toBe(false)
+      expect(verifies([bodyOf(WebhookRegistered, registered).signingSecret], replaced)).toBe(true)
+    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
+})

@@ -13,10 +13,10 @@ const publicResolver = Layer.succeed(Resolver, {
       : Effect.fail(`could not resolve ${host}`)
 })
 
-/** Two settings a survey's webhook is switched between: each URL goes with its own event types. */
+/** Two settings a survey's webhook is switched between: each URL goes with its own event types and rate. */
 const settings = [
-  { targetUrl: "https://hooks.example.com/completions", events: ["response.completed"] },
-  { targetUrl: "https://hooks.example.com/changes", events: ["response.created", "response.updated"] }
+  { targetUrl: "https://hooks.example.com/completions", events: ["response.completed"], maxAttemptsPerSecond: null },
+  { targetUrl: "https://hooks.example.com/changes", events: ["response.created", "response.updated"], maxAttemptsPerSecond: 5 }
 ] as const
 
 const puts = 150
@@ -24,7 +24,7 @@ const puts = 150
 layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.provide(publicResolver)))(
   "webhook settings read while they are replaced",
   (it) => {
-    it.effect("are one PUT's settings: its URL with its event types, never another's", () =>
+    it.effect("are one PUT's settings: its URL with its event types and rate, never another's", () =>
       Effect.gen(function*() {
         const done = yield* Ref.make(false)
         const writer = Effect.gen(function*() {
@@ -36,18 +36,22 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
             expect(res.status).toBe(200)
           }
         }).pipe(Effect.ensuring(Ref.set(done, true)))
-        const reads: Array<{ readonly targetUrl: string | null; readonly events: ReadonlyArray<string> }> = []
+        const reads: Array<{
+          readonly targetUrl: string | null
+          readonly events: ReadonlyArray<string>
+          readonly maxAttemptsPerSecond: number | null
+        }> = []
         const reader = Effect.gen(function*() {
           // Bounded by the writer's end and by count.
           while (!(yield* Ref.get(done)) && reads.length < 20 * puts) {
             const res = yield* get("/api/v1/surveys/srv_main/webhook", TOKENS.editor)
             expect(res.status).toBe(200)
             const read = bodyOf(WebhookSettings, res)
-            reads.push({ targetUrl: read.targetUrl, events: read.events })
+            reads.push({ targetUrl: read.targetUrl, events: read.events, maxAttemptsPerSecond: read.maxAttemptsPerSecond })
           }
         })
         yield* Effect.all([writer, reader, reader, reader], { concurrency: "unbounded", discard: true })
-        const known = [{ targetUrl: null, events: [] }, ...settings].map((s) => JSON.stringify(s))
+        const known = [{ targetUrl: null, events: [], maxAttemptsPerSecond: null }, ...settings].map((s) => JSON.stringify(s))
         const mixed = reads.filter((read) => !known.includes(JSON.stringify(read)))
         expect(reads.length).toBeGreaterThan(0)
         expect({ reads: reads.length, mixed: mixed.length, first: mixed[0] }).toEqual({
