@@ -67,8 +67,6 @@ export interface Claim {
   readonly heldUntil: number | null
 }
 
-const noClaim: Claim = { rows: [], heldUntil: null }
-
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
   readonly deliveryId: number
@@ -259,8 +257,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
             }
           }
         }
-        if (leased.length === 0) return { ...noClaim, heldUntil }
-        return { rows: (yield* claimedById(leased.map((row) => row.id))).map(toClaimed), heldUntil }
+        const rows = leased.length === 0 ? [] : (yield* claimedById(leased.map((row) => row.id))).map(toClaimed)
+        return { rows, heldUntil } satisfies Claim
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )
