@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
 import { WebhookId } from "../Domain/Ids.js"
 import { type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
@@ -213,8 +213,13 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         const rates = new Map<WebhookId, number>()
         for (const row of due) if (row.perSecond !== null) rates.set(row.webhookId, row.perSecond)
         const slots = new Map<string, number>()
+        // Slots are counted from the time they are taken, after the wait for the lock: a slot dated
+        // back to the round's start would be one the rate never gave.
+        let slotNow = now
         if (rates.size > 0) {
-          for (const row of yield* slotsOf([...rates.keys()])) slots.set(row.id, firstFree(row.nextSlotAt, now))
+          const rows = yield* slotsOf([...rates.keys()])
+          slotNow = Math.max(now, yield* Clock.currentTimeMillis)
+          for (const row of rows) slots.set(row.id, firstFree(row.nextSlotAt, slotNow))
         }
         const taken = new Map<string, number>()
         const list: Array<number> = []
@@ -227,7 +232,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
           const start = slots.get(row.webhookId)
           if (
             perSecond !== undefined && start !== undefined &&
-            (taken.get(row.webhookId) ?? 0) >= attemptsAllowed(start, now, perSecond)
+            (taken.get(row.webhookId) ?? 0) >= attemptsAllowed(start, slotNow, perSecond)
           ) {
             held.add(row.webhookId)
             continue
