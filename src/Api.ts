@@ -29,7 +29,7 @@ export class Api extends HttpApi.make("survey-service")
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",
     version: "1.0.0",
-    description: "Read surveys, questions, responses and analytics; manage signed webhooks; create embed sessions; " +
+    description: "Read surveys, questions, responses and analytics; create and edit surveys; manage signed webhooks; create embed sessions; " +
       "report the request quota. Every call needs `Authorization: Bearer <API_KEY>`. Errors answer " +
       "`{\"code\", \"message\"}`, and invalid_request adds `issues` (`[{\"path\", \"message\"}]`). " +
       "Two answers come from the HTTP server itself, before the service sees the request, with an empty body: " +
