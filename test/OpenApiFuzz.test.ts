@@ -334,5 +334,5 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
         const statuses = [...(seen.get(operation.operationId) ?? [])]
         expect(statuses.some((s) => s !== 401 && s !== 403), `${operation.operationId}: ${statuses}`).toBe(true)
       }
-    }), { timeout: 60_000 })
+    }), { timeout: 90_000 })
 })
