@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./Analytics/Api.js"
+import { AuthoringApi } from "./Authoring/Api.js"
 import { EmbedSessionsApi } from "./Embeds/Api.js"
 import { ErasuresApi } from "./Erasures/Api.js"
 import { describeWireErrors } from "./Http/OpenApiWire.js"
@@ -21,13 +22,14 @@ export class Api extends HttpApi.make("survey-service")
   .add(SurveyWebhookApi)
   .add(WorkspaceWebhooksApi)
   .add(ErasuresApi)
+  .add(AuthoringApi)
   .prefix("/api/v1")
   // Outside /api/v1 (added after the prefix): the respondent API of the survey pages.
   .add(RespondentApi)
   .annotateContext(OpenApi.annotations({
     title: "Survey Service API",
     version: "1.0.0",
-    description: "Read surveys, questions, responses and analytics; manage signed webhooks; create embed sessions; " +
+    description: "Read surveys, questions, responses and analytics; create and edit surveys; manage signed webhooks; create embed sessions; " +
       "report the request quota. Every call needs `Authorization: Bearer <API_KEY>`. Errors answer " +
       "`{\"code\", \"message\"}`, and invalid_request adds `issues` (`[{\"path\", \"message\"}]`). " +
       "Two answers come from the HTTP server itself, before the service sees the request, with an empty body: " +

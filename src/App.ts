@@ -4,6 +4,9 @@ import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
+import { Authoring } from "./Authoring/Authoring.js"
+import { AuthoringRepo } from "./Authoring/AuthoringRepo.js"
+import { AuthoringLive } from "./Authoring/Http.js"
 import { Drain, DrainOnShutdownLive } from "./Background/Drain.js"
 import { HeapBoundLive } from "./Background/HeapBound.js"
 import { JobLeases } from "./Background/JobLeases.js"
@@ -93,7 +96,8 @@ export const RepositoriesLive = Layer.mergeAll(
   RespondentTokenRepo.Default,
   Idempotency.Default,
   UsageStoreLive,
-  JobLeases.Default
+  JobLeases.Default,
+  AuthoringRepo.Default
 )
 
 /** Services spanning several repositories. */
@@ -127,7 +131,8 @@ export interface CoreParts {
  * what the server runs on. Needs `AppConfig`.
  */
 export const makeCore = (parts: Partial<CoreParts> = {}) =>
-  ServicesLive.pipe(
+  Authoring.Default.pipe(
+    Layer.provideMerge(ServicesLive),
     Layer.provideMerge(parts.repositories ?? RepositoriesLive),
     Layer.provideMerge(parts.signer ?? Signer.StandardWebhooks),
     Layer.provideMerge(parts.rounds ?? LoopRounds.Silent),
@@ -147,6 +152,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     UsageLive,
     WebhooksHttpLive,
     ErasuresLive,
+    AuthoringLive,
     RespondentHttpLive
   ]),
   Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive, RespondentAuthLive])

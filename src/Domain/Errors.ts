@@ -76,6 +76,17 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   )
 }
 
+export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", {
+  message: Schema.String
+}) {
+  static readonly Wire = wire(
+    PreconditionFailed,
+    "precondition_failed",
+    412,
+    "The If-Match header names a version of the survey that is no longer current; nothing changed."
+  )
+}
+
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String
 }) {

@@ -54,3 +54,61 @@ export class Question extends Schema.Class<Question>("Question")({
 export class QuestionList extends Schema.Class<QuestionList>("QuestionList")({
   data: Schema.Array(Question)
 }) {}
+
+/** What authoring refuses that a schema does not: a field the body does not name. */
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+
+const httpsUrl = Schema.String.pipe(
+  Schema.filter((text) => URL.canParse(text) && new URL(text).protocol === "https:", {
+    message: () => "expected an https URL"
+  })
+)
+
+export const QuestionOptionInput = Schema.Struct({
+  value: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2_000)).annotations({
+    description: "What an answer contains when the option is chosen; an integer for `scale`. Distinct within the question."
+  }),
+  label: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(2_000)), { exact: true }).annotations({
+    description: "Option as shown; the value when absent."
+  })
+}).annotations({ identifier: "QuestionOptionInput", ...strict })
+
+export const QuestionSettingsInput = Schema.Struct({
+  imageUrl: Schema.optionalWith(httpsUrl, { exact: true }).annotations({
+    description: "`heatmap` only: the picture respondents click on, an https URL."
+  }),
+  optionType: Schema.optionalWith(Schema.Literal("text", "image"), { exact: true }).annotations({
+    description: "`checkbox` only: `image` shows each option's label as a picture (a data: or https URL)."
+  })
+}).annotations({ identifier: "QuestionSettingsInput", description: "How the survey pages present the question.", ...strict })
+
+/** A question as authoring takes it (v1-extensions §X7); the list's order is the survey's order. */
+export const QuestionInput = Schema.Struct({
+  id: Schema.optionalWith(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "expected 1 to 64 of A-Z a-z 0-9 _ -" }))
+  , { exact: true }).annotations({
+    description: "1 to 64 of `A-Za-z0-9_-`, unique within the survey; `q_` and 20 random characters when absent. " +
+      "An id the survey has keeps that question's answers."
+  }),
+  type: StoredQuestionType.annotations({
+    description: "A question type, or `section`: a heading that groups the questions after it (layout only)."
+  }),
+  label: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2_000)).annotations({
+    description: "Question text, plain text, 1 to 2,000 characters."
+  }),
+  required: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({ description: "Default false." }),
+  allowMultiple: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({ description: "Default false; true only for `checkbox`." }),
+  options: Schema.optionalWith(Schema.Array(QuestionOptionInput), { exact: true }).annotations({
+    description: "A non-empty list of distinct values for `checkbox`, `scale` (integers) and `sort`; absent or " +
+      "empty for every other type."
+  }),
+  settings: Schema.optionalWith(QuestionSettingsInput, { exact: true })
+}).annotations({ identifier: "QuestionInput", ...strict })
+export type QuestionInput = typeof QuestionInput.Type
+
+/** The most questions (sections included) a survey may have. */
+export const MAX_QUESTIONS = 200
+
+export const QuestionInputList = Schema.Array(QuestionInput).pipe(
+  Schema.maxItems(MAX_QUESTIONS, { message: () => `at most ${MAX_QUESTIONS} questions` })
+)

@@ -87,7 +87,7 @@ export class ImportRepo extends Effect.Service<ImportRepo>()("Fixtures/ImportRep
           settings: JSON.stringify(q.settings),
           deleted: bool(q.deleted)
         })
-      } ON CONFLICT (id) DO UPDATE SET survey_id = excluded.survey_id, type = excluded.type,
+      } ON CONFLICT (survey_id, id) DO UPDATE SET type = excluded.type,
           label = excluded.label, required = excluded.required, allow_multiple = excluded.allow_multiple,
           position = excluded.position, options = excluded.options, settings = excluded.settings,
           deleted = excluded.deleted`

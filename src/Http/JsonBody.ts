@@ -27,9 +27,21 @@ export const MAX_API_BODY_BYTES = 64 * 1024
 /** Largest respondent API body (`/respond/v1`): a long survey's answers, free text included. */
 export const MAX_RESPONDENT_BODY_BYTES = 256 * 1024
 
-/** The one body-size policy: 256 KiB on the respondent API, 64 KiB on `/api/v1`. */
+/**
+ * Largest authoring body that carries a question list (`POST /surveys`, `PUT …/questions`): up to
+ * 200 questions of up to 2,000 characters each, so the HTTP server's own limit.
+ */
+export const MAX_AUTHORING_BODY_BYTES = 1024 * 1024
+
+const carriesQuestions = /^\/api\/v1\/surveys(\/[^/?]+\/questions)?(\?|$)/
+
+/** The one body-size policy: 256 KiB on the respondent API, 1 MiB for a question list, 64 KiB elsewhere on `/api/v1`. */
 export const bodyLimitOf = (url: string): number =>
-  url.startsWith("/respond/v1/") ? MAX_RESPONDENT_BODY_BYTES : MAX_API_BODY_BYTES
+  url.startsWith("/respond/v1/")
+    ? MAX_RESPONDENT_BODY_BYTES
+    : carriesQuestions.test(url)
+    ? MAX_AUTHORING_BODY_BYTES
+    : MAX_API_BODY_BYTES
 
 /** Whether a JSON text nests arrays and objects deeper than `max`, in one pass without recursion. */
 export const exceedsJsonDepth = (text: string, max: number = MAX_JSON_DEPTH): boolean => {

@@ -17,6 +17,7 @@ import RoundIndexes from "./migrations/0014_round_indexes.js"
 import RespondentTokenKey from "./migrations/0015_respondent_token_key.js"
 import SealedIdempotentAnswers from "./migrations/0016_sealed_idempotent_answers.js"
 import WebhookRotationRate from "./migrations/0018_webhook_rotation_rate.js"
+import Authoring from "./migrations/0019_authoring.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -38,7 +39,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0014_round_indexes": RoundIndexes,
   "0015_respondent_token_key": RespondentTokenKey,
   "0016_sealed_idempotent_answers": SealedIdempotentAnswers,
-  "0018_webhook_rotation_rate": WebhookRotationRate
+  "0018_webhook_rotation_rate": WebhookRotationRate,
+  "0019_authoring": Authoring
 }
 
 /**

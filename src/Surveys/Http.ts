@@ -1,5 +1,5 @@
 // Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Surveys.test.ts and test/WireEncoding.test.ts.
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
@@ -9,6 +9,7 @@ import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyPage } from "./Api.js"
 import { SurveyAccess } from "./SurveyAccess.js"
 import { SurveyRepo } from "./SurveyRepo.js"
+import { etagOf } from "./SurveyVersion.js"
 
 export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
   Effect.gen(function*() {
@@ -37,6 +38,8 @@ export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
             ? pageAfter(Option.none())
             : Effect.flatMap(decodeCursor(urlParams.cursor, fingerprint), (position) => pageAfter(Option.some(position)))
         }))
-      .handle("get", ({ path }) => Effect.map(access.require(path.id), (row) => preEncoded(Survey, row.toWire())))
+      .handle("get", ({ path }) =>
+        Effect.map(access.require(path.id), (row) =>
+          HttpServerResponse.setHeader(preEncoded(Survey, row.toWire()), "etag", etagOf(row.updatedAt))))
   })
 )

@@ -1,9 +1,9 @@
 import { Clock, Data, Effect, Option } from "effect"
 import type { SurveyId } from "../Domain/Ids.js"
-import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/OutboxRepo.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "./SurveyRepo.js"
+import { nextUpdatedAt } from "./SurveyVersion.js"
 
 export type LifecycleAction = "publish" | "close" | "trash"
 
@@ -43,7 +43,7 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
       const found = yield* surveys.findById(surveyId)
       if (Option.isNone(found) || found.value.trashed) return yield* new SurveyMissing({ surveyId })
       const survey = found.value
-      const now = toIso(yield* Clock.currentTimeMillis)
+      const now = nextUpdatedAt(yield* Clock.currentTimeMillis, survey.updatedAt)
       if (action === "trash") {
         yield* surveys.trash(surveyId, now)
         return survey

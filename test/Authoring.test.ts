@@ -1,0 +1,513 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { Webhook } from "standardwebhooks"
+import { EventEnvelope } from "../src/Domain/Event.js"
+import { clientFor } from "./support/ApiClient.js"
+import { TOKENS } from "./support/Fixtures.js"
+import { respondentFixture } from "./support/RespondentFixtures.js"
+import { bodyOf, call, decodeAs, ErrorBody, get, TestServer } from "./support/TestServer.js"
+import { receiver } from "./support/WebhookReceiver.js"
+import { register, WebhookWorld } from "./support/WebhookWorld.js"
+
+const SurveyBody = Schema.Struct({
+  id: Schema.String,
+  title: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  published: Schema.Boolean,
+  questionCount: Schema.Number,
+  responseCount: Schema.Number,
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+})
+const QuestionBody = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  label: Schema.String,
+  required: Schema.Boolean,
+  allowMultiple: Schema.Boolean,
+  order: Schema.Number,
+  options: Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String }))
+})
+const QuestionsBody = Schema.Struct({ data: Schema.Array(QuestionBody) })
+const AnswersBody = Schema.Struct({
+  answers: Schema.Array(Schema.Struct({
+    fieldId: Schema.NullOr(Schema.String),
+    type: Schema.NullOr(Schema.String),
+    value: Schema.String,
+    values: Schema.Array(Schema.String)
+  }))
+})
+const AnalyticsBody = Schema.Struct({
+  questions: Schema.Array(Schema.Struct({ id: Schema.String, respondentCount: Schema.Number }))
+})
+const Stored = Schema.Array(Schema.Struct({ id: Schema.String, type: Schema.String, deleted: Schema.Number }))
+
+type Body = Record<string, unknown>
+
+const send = (
+  method: "POST" | "PUT" | "PATCH" | "DELETE" | "GET",
+  path: string,
+  body?: Body,
+  headers: Record<string, string> = {},
+  token: string = TOKENS.editor
+) =>
+  call(method, `/api/v1${path}`, {
+    token,
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+
+const create = (body: Body) =>
+  Effect.map(send("POST", "/surveys", body), (res) => {
+    expect(res.status, res.text).toBe(201)
+    return bodyOf(SurveyBody, res)
+  })
+
+const putQuestions = (id: string, questions: ReadonlyArray<Body>, headers: Record<string, string> = {}) =>
+  send("PUT", `/surveys/${id}/questions`, { questions }, headers)
+
+const questionsOf = (id: string) => Effect.map(get(`/api/v1/surveys/${id}/questions`, TOKENS.editor), (res) => bodyOf(QuestionsBody, res).data)
+
+const surveyOf = (id: string) => Effect.map(get(`/api/v1/surveys/${id}`, TOKENS.editor), (res) => bodyOf(SurveyBody, res))
+
+/** The one issue path of a 400, checked to be an `invalid_request` with the error body. */
+const issuePaths = (res: { readonly status: number; readonly body: unknown; readonly text: string }) => {
+  expect(res.status, res.text).toBe(400)
+  const body = bodyOf(ErrorBody, res)
+  expect(body.code).toBe("invalid_request")
+  return (body.issues ?? []).map((i) => i.path)
+}
+
+const surveyCount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(sql`SELECT COUNT(*) AS n FROM surveys`.pipe(Effect.orDie), (rows) =>
+    decodeAs(Schema.Array(Schema.Struct({ n: Schema.Number })), rows)[0]?.n ?? -1))
+
+const storedQuestions = (surveyId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql`SELECT id, type, deleted FROM questions WHERE survey_id = ${surveyId} ORDER BY id`.pipe(Effect.orDie),
+      (rows) => decodeAs(Stored, rows)
+    ))
+
+const checkbox = (id: string) => ({
+  id,
+  type: "checkbox",
+  label: "Pick",
+  options: [{ value: "a" }, { value: "b", label: "Bee" }]
+})
+
+layer(TestServer(respondentFixture))("authoring surveys", (it) => {
+  it.effect("creates a draft without questions, readable at once with an ETag", () =>
+    Effect.gen(function*() {
+      const created = yield* create({ title: "Fresh" })
+      expect(created).toMatchObject({
+        title: "Fresh",
+        description: null,
+        status: "draft",
+        published: false,
+        questionCount: 0,
+        responseCount: 0
+      })
+      expect(created.id).toMatch(/^srv_[0-9A-Za-z]{20}$/)
+      expect(created.updatedAt).toBe(created.createdAt)
+      const read = yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor)
+      expect(read.body).toEqual(created)
+      expect(read.headers["etag"]).toMatch(/^"[0-9a-z]+"$/)
+      const questions = yield* get(`/api/v1/surveys/${created.id}/questions`, TOKENS.editor)
+      expect(questions.body).toEqual({ data: [] })
+      expect(questions.headers["etag"]).toBe(read.headers["etag"])
+      const list = yield* clientFor(TOKENS.editor).pipe(Effect.flatMap((api) => api.surveys.list({ urlParams: {} })))
+      expect(list.data.map((s) => s.id)).toContain(created.id)
+    }))
+
+  it.effect("creates a survey with questions, ids given and generated, defaults filled in, sections left out of the list", () =>
+    Effect.gen(function*() {
+      const created = yield* create({
+        title: "With questions",
+        description: "About things",
+        questions: [
+          { type: "section", label: "Part one" },
+          { id: "q_text", type: "textarea", label: "Say something", required: true },
+          { ...checkbox("q_pick"), allowMultiple: true, settings: { optionType: "text" } },
+          { type: "scale", label: "How much", options: [{ value: "1" }, { value: "2" }, { value: "-3" }] },
+          { type: "heatmap", label: "Click", settings: { imageUrl: "https://example.com/picture.png" } }
+        ]
+      })
+      expect(created).toMatchObject({ description: "About things", questionCount: 4, status: "draft" })
+      const questions = yield* questionsOf(created.id)
+      expect(questions.map((q) => q.id.slice(0, 6))).toEqual(["q_text", "q_pick", questions[2]?.id.slice(0, 6), questions[3]?.id.slice(0, 6)])
+      expect(questions[2]?.id).toMatch(/^q_[0-9A-Za-z]{20}$/)
+      expect(questions[3]?.id).toMatch(/^q_[0-9A-Za-z]{20}$/)
+      expect(questions[0]).toEqual({
+        id: "q_text",
+        type: "textarea",
+        label: "Say something",
+        required: true,
+        allowMultiple: false,
+        order: 2,
+        options: []
+      })
+      expect(questions[1]).toMatchObject({
+        allowMultiple: true,
+        order: 3,
+        options: [{ value: "a", label: "a" }, { value: "b", label: "Bee" }]
+      })
+      // Another survey (srv_main) has a q_text too: ids are unique within a survey only.
+      const main = yield* questionsOf("srv_main")
+      expect(main.find((q) => q.id === "q_text")?.label).toBe("Say something")
+      expect(main.find((q) => q.id === "q_text")?.type).toBe("textarea")
+      const other = yield* send("POST", "/surveys", { title: "Other", questions: [{ id: "q_text", type: "email", label: "Mail" }] }, {}, TOKENS.other)
+      expect(other.status).toBe(201)
+    }))
+
+  it.effect("refuses every invalid body with 400 and the exact issue path, creating nothing", () =>
+    Effect.gen(function*() {
+      const q = (extra: Body) => ({ questions: [{ type: "textarea", label: "Q", ...extra }] })
+      const cases: ReadonlyArray<readonly [Body, string]> = [
+        [{ title: "" }, "title"],
+        [{ title: "x".repeat(501) }, "title"],
+        [{ title: "T", description: "x".repeat(5001) }, "description"],
+        [{ titel: "T", title: "T" }, "titel"],
+        [{}, "title"],
+        [{
+          title: "T",
+          questions: [
+            { type: "textarea", label: "a" },
+            { type: "textarea", label: "b" },
+            { type: "textarea", label: "c" },
+            { type: "rating", label: "d" }
+          ]
+        }, "questions.3.type"],
+        [{ title: "T", ...q({ settings: { foo: 1 } }) }, "questions.0.settings.foo"],
+        [{ title: "T", ...q({ requird: true }) }, "questions.0.requird"],
+        [{ title: "T", ...q({ id: "has space" }) }, "questions.0.id"],
+        [{ title: "T", ...q({ id: "x".repeat(65) }) }, "questions.0.id"],
+        [{ title: "T", ...q({ id: "" }) }, "questions.0.id"],
+        [{ title: "T", ...q({ label: "" }) }, "questions.0.label"],
+        [{ title: "T", ...q({ label: "x".repeat(2001) }) }, "questions.0.label"],
+        [{ title: "T", ...q({ required: "yes" }) }, "questions.0.required"],
+        [{ title: "T", ...q({ allowMultiple: true }) }, "questions.0.allowMultiple"],
+        [{ title: "T", ...q({ options: [{ value: "a" }] }) }, "questions.0.options"],
+        [{ title: "T", ...q({ settings: { imageUrl: "https://example.com/a.png" } }) }, "questions.0.settings.imageUrl"],
+        [{ title: "T", questions: [{ type: "checkbox", label: "C" }] }, "questions.0.options"],
+        [{ title: "T", questions: [{ type: "sort", label: "S", options: [] }] }, "questions.0.options"],
+        [{ title: "T", questions: [{ type: "checkbox", label: "C", options: [{ value: "a" }, { value: "a" }] }] }, "questions.0.options.1.value"],
+        [{ title: "T", questions: [{ type: "checkbox", label: "C", options: [{ value: "a", colour: "red" }] }] }, "questions.0.options.0.colour"],
+        [{ title: "T", questions: [{ type: "scale", label: "S", options: [{ value: "1" }, { value: "1.5" }] }] }, "questions.0.options.1.value"],
+        [{ title: "T", questions: [{ type: "heatmap", label: "H", settings: { imageUrl: "http://example.com/a.png" } }] }, "questions.0.settings.imageUrl"],
+        [{ title: "T", questions: [{ type: "checkbox", label: "C", options: [{ value: "a" }], settings: { optionType: "video" } }] }, "questions.0.settings.optionType"],
+        [{ title: "T", questions: [{ type: "sort", label: "S", options: [{ value: "a" }], settings: { optionType: "image" } }] }, "questions.0.settings.optionType"],
+        [{ title: "T", questions: [{ id: "same", type: "email", label: "A" }, { id: "same", type: "email", label: "B" }] }, "questions.1.id"],
+        [{ title: "T", questions: Array.from({ length: 201 }, () => ({ type: "textarea", label: "Q" })) }, "questions"]
+      ]
+      const before = yield* surveyCount
+      for (const [body, path] of cases) {
+        const res = yield* send("POST", "/surveys", body)
+        expect(issuePaths(res), JSON.stringify(body).slice(0, 200)).toContain(path)
+        expect(res.text).not.toContain("_tag")
+      }
+      expect(yield* surveyCount).toBe(before)
+      // 200 questions of 2,000 characters is the most, and it is allowed (a body of about 400 KB).
+      const most = yield* create({
+        title: "Long",
+        questions: Array.from({ length: 200 }, (_, i) => ({ type: "textarea", label: `${i}`.padEnd(2000, "x") }))
+      })
+      expect(most.questionCount).toBe(200)
+      // The same rules on PUT, with the same paths.
+      const target = yield* create({ title: "Target" })
+      const put = yield* putQuestions(target.id, [{ type: "textarea", label: "a" }, { type: "email", label: "b", settings: { foo: 1 } }])
+      expect(issuePaths(put)).toEqual(["questions.1.settings.foo"])
+      const extra = yield* send("PUT", `/surveys/${target.id}/questions`, { questions: [], more: 1 })
+      expect(issuePaths(extra)).toEqual(["more"])
+      const patch = yield* send("PATCH", `/surveys/${target.id}`, { tilte: "x" })
+      expect(issuePaths(patch)).toEqual(["tilte"])
+      expect((yield* surveyOf(target.id)).updatedAt).toBe(target.updatedAt)
+    }))
+
+  it.effect("an Idempotency-Key makes creation safe to retry", () =>
+    Effect.gen(function*() {
+      const before = yield* surveyCount
+      const body = { title: "Once", questions: [{ id: "q1", type: "email", label: "Mail" }] }
+      const first = yield* send("POST", "/surveys", body, { "idempotency-key": "create-once-1" })
+      expect(first.status).toBe(201)
+      expect(first.headers["idempotent-replayed"]).toBeUndefined()
+      const again = yield* send("POST", "/surveys", body, { "idempotency-key": "create-once-1" })
+      expect(again.status).toBe(201)
+      expect(again.text).toBe(first.text)
+      expect(again.headers["idempotent-replayed"]).toBe("true")
+      expect(yield* surveyCount).toBe(before + 1)
+      const other = yield* send("POST", "/surveys", { ...body, title: "Twice" }, { "idempotency-key": "create-once-1" })
+      expect(issuePaths(other)).toEqual(["Idempotency-Key"])
+      // Concurrent requests with one key create one survey.
+      const both = yield* Effect.all(
+        [0, 1, 2].map(() => send("POST", "/surveys", body, { "idempotency-key": "create-once-2" })),
+        { concurrency: "unbounded" }
+      )
+      expect(new Set(both.map((r) => r.text)).size).toBe(1)
+      expect(both.map((r) => r.status)).toEqual([201, 201, 201])
+      expect(yield* surveyCount).toBe(before + 2)
+    }))
+
+  it.effect("PATCH changes the title or description and moves updatedAt and the ETag", () =>
+    Effect.gen(function*() {
+      const created = yield* create({ title: "Before", description: "Text" })
+      const first = yield* send("PATCH", `/surveys/${created.id}`, { title: "After" })
+      expect(first.status).toBe(200)
+      const patched = bodyOf(SurveyBody, first)
+      expect(patched).toMatchObject({ title: "After", description: "Text" })
+      expect(patched.updatedAt > created.updatedAt).toBe(true)
+      expect(first.headers["etag"]).toBe((yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor)).headers["etag"])
+      const cleared = bodyOf(SurveyBody, yield* send("PATCH", `/surveys/${created.id}`, { description: null }))
+      expect(cleared).toMatchObject({ title: "After", description: null })
+      expect(cleared.updatedAt > patched.updatedAt).toBe(true)
+      const empty = bodyOf(SurveyBody, yield* send("PATCH", `/surveys/${created.id}`, {}))
+      expect(empty.updatedAt > cleared.updatedAt).toBe(true)
+      expect(yield* surveyOf(created.id)).toEqual(empty)
+      expect(issuePaths(yield* send("PATCH", `/surveys/${created.id}`, { title: "" }))).toEqual(["title"])
+    }))
+
+  it.effect("a stale If-Match answers 412 precondition_failed and changes nothing", () =>
+    Effect.gen(function*() {
+      const created = yield* create({ title: "Guarded", questions: [{ id: "q1", type: "textarea", label: "One" }] })
+      const read = yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor)
+      const etag = read.headers["etag"] ?? ""
+      const changed = yield* send("PATCH", `/surveys/${created.id}`, { title: "Guarded 2" }, { "if-match": etag })
+      expect(changed.status).toBe(200)
+      const fresh = changed.headers["etag"] ?? ""
+      expect(fresh).not.toBe(etag)
+      const writes = [
+        send("PATCH", `/surveys/${created.id}`, { title: "Lost" }, { "if-match": etag }),
+        putQuestions(created.id, [{ id: "q2", type: "email", label: "Two" }], { "if-match": etag }),
+        send("POST", `/surveys/${created.id}/publish`, undefined, { "if-match": etag }),
+        send("POST", `/surveys/${created.id}/close`, undefined, { "if-match": etag }),
+        send("DELETE", `/surveys/${created.id}`, undefined, { "if-match": etag }),
+        send("PATCH", `/surveys/${created.id}`, { title: "Lost" }, { "if-match": `W/${fresh}` })
+      ]
+      for (const write of writes) {
+        const res = yield* write
+        expect(res.status, res.text).toBe(412)
+        expect(bodyOf(ErrorBody, res)).toEqual({ code: "precondition_failed", message: expect.any(String) })
+      }
+      const after = yield* surveyOf(created.id)
+      expect(after).toMatchObject({ title: "Guarded 2", status: "draft" })
+      expect(after.updatedAt).toBe(bodyOf(SurveyBody, changed).updatedAt)
+      expect((yield* questionsOf(created.id)).map((q) => q.id)).toEqual(["q1"])
+      // The current ETag, one of a list, or * is admitted.
+      const put = yield* putQuestions(created.id, [{ id: "q2", type: "email", label: "Two" }], { "if-match": `"x", ${fresh}` })
+      expect(put.status).toBe(200)
+      const questionsEtag = (yield* get(`/api/v1/surveys/${created.id}/questions`, TOKENS.editor)).headers["etag"]
+      expect(put.headers["etag"]).toBe(questionsEtag)
+      const published = yield* send("POST", `/surveys/${created.id}/publish`, undefined, { "if-match": questionsEtag ?? "" })
+      expect(published.status).toBe(200)
+      const star = yield* send("PATCH", `/surveys/${created.id}`, { title: "Star" }, { "if-match": "*" })
+      expect(star.status).toBe(200)
+    }))
+
+  it.effect("keys: a viewer is refused every write, a limited key changes only its surveys and creates none", () =>
+    Effect.gen(function*() {
+      const before = yield* surveyOf("srv_main")
+      const viewerCalls = [
+        send("POST", "/surveys", { title: "V" }, {}, TOKENS.viewer),
+        send("PATCH", "/surveys/srv_draft", { title: "V" }, {}, TOKENS.viewer),
+        send("PUT", "/surveys/srv_draft/questions", { questions: [] }, {}, TOKENS.viewer),
+        send("POST", "/surveys/srv_draft/publish", undefined, {}, TOKENS.viewer),
+        send("POST", "/surveys/srv_main/close", undefined, {}, TOKENS.viewer),
+        send("DELETE", "/surveys/srv_draft", undefined, {}, TOKENS.viewer)
+      ]
+      for (const call of viewerCalls) {
+        const res = yield* call
+        expect(res.status).toBe(403)
+        expect(bodyOf(ErrorBody, res).code).toBe("forbidden")
+      }
+      const limitedCreate = yield* send("POST", "/surveys", { title: "L" }, {}, TOKENS.limited)
+      expect(limitedCreate.status).toBe(403)
+      const limitedOther = yield* send("PATCH", "/surveys/srv_draft", { title: "L" }, {}, TOKENS.limited)
+      expect(limitedOther.status).toBe(403)
+      const limitedOwn = yield* send("PATCH", "/surveys/srv_main", { description: "Changed by a limited key" }, {}, TOKENS.limited)
+      expect(limitedOwn.status).toBe(200)
+      expect(bodyOf(SurveyBody, limitedOwn)).toMatchObject({ title: before.title, description: "Changed by a limited key" })
+      const foreign = yield* send("PATCH", "/surveys/srv_other", { title: "F" })
+      expect(foreign.status).toBe(404)
+      const trashed = yield* send("PATCH", "/surveys/srv_trashed", { title: "F" })
+      expect(trashed.status).toBe(404)
+      expect((yield* surveyOf("srv_draft")).title).toBe("Draft")
+    }))
+})
+
+/** How many rows of `table` belong to the survey. */
+const rowsOf = (table: "events" | "responses", surveyId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(sql`SELECT COUNT(*) AS n FROM ${sql(table)} WHERE survey_id = ${surveyId}`.pipe(Effect.orDie), (rows) =>
+      decodeAs(Schema.Array(Schema.Struct({ n: Schema.Number })), rows)[0]?.n ?? -1))
+
+layer(TestServer(respondentFixture))("replacing the question list", (it) => {
+  it.effect("keeps, adds, removes and reorders; removed questions' answers read with null fieldId and type; analytics and CSV follow", () =>
+    Effect.gen(function*() {
+      const answersOf = (responseId: string) =>
+        Effect.map(get(`/api/v1/surveys/srv_main/responses/${responseId}`, TOKENS.editor), (res) => bodyOf(AnswersBody, res).answers)
+      // Read before, so that the stored renderings exist and must be invalidated.
+      const before = yield* answersOf("rsp_1")
+      expect(before.find((a) => a.value === "hello")).toMatchObject({ fieldId: "q_text", type: "textarea" })
+      yield* get("/api/v1/surveys/srv_main/responses", TOKENS.editor)
+      const survey = yield* surveyOf("srv_main")
+
+      const put = yield* putQuestions("srv_main", [
+        { id: "q_num", type: "number", label: "How many now" },
+        { id: "q_new", type: "email", label: "New email question" },
+        { id: "q_pick", type: "checkbox", label: "Pick", required: true, allowMultiple: true, options: [{ value: "a", label: "A" }, { value: "d", label: "D" }] },
+        { id: "q_rank", type: "sort", label: "Rank", options: [{ value: "x" }, { value: "y" }] }
+      ])
+      expect(put.status, put.text).toBe(200)
+      const listed = bodyOf(QuestionsBody, put).data
+      expect(listed.map((q) => [q.id, q.order])).toEqual([["q_num", 1], ["q_new", 2], ["q_pick", 3], ["q_rank", 4]])
+      expect(put.body).toEqual({ data: yield* questionsOf("srv_main") })
+      const after = yield* surveyOf("srv_main")
+      expect(after.questionCount).toBe(4)
+      expect(after.updatedAt > survey.updatedAt).toBe(true)
+
+      const answers = yield* answersOf("rsp_1")
+      expect(answers.find((a) => a.value === "hello")).toEqual({ fieldId: null, type: null, value: "hello", values: ["hello"] })
+      expect(answers.find((a) => a.fieldId === "q_pick")?.values).toEqual(["a", "c"])
+      expect(answers.find((a) => a.fieldId === "q_num")?.type).toBe("number")
+      const page = yield* get("/api/v1/surveys/srv_main/responses", TOKENS.editor)
+      expect(page.text).not.toContain("\"fieldId\":\"q_text\"")
+      expect(yield* storedQuestions("srv_main")).toContainEqual({ id: "q_text", type: "textarea", deleted: 1 })
+
+      const analytics = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.editor))
+      expect(analytics.questions.map((q) => q.id)).toEqual(["q_num", "q_new", "q_pick", "q_rank"])
+      expect(analytics.questions.find((q) => q.id === "q_pick")?.respondentCount).toBe(2)
+      expect(analytics.questions.find((q) => q.id === "q_num")?.respondentCount).toBe(1)
+
+      const csv = yield* get("/api/v1/surveys/srv_main/responses?format=csv", TOKENS.editor)
+      const header = csv.text.split("\n")[0] ?? ""
+      expect(header).toContain("How many now")
+      expect(header).toContain("New email question")
+      expect(header).not.toContain("Say something")
+
+      // A question with answers keeps its type; one without may change it; a deleted one with answers too.
+      const retyped = yield* putQuestions("srv_main", [
+        { id: "q_num", type: "textarea", label: "How many now" },
+        { id: "q_new", type: "textarea", label: "New" }
+      ])
+      expect(issuePaths(retyped)).toEqual(["questions.0.type"])
+      const revived = yield* putQuestions("srv_main", [{ id: "q_text", type: "email", label: "Back" }])
+      expect(issuePaths(revived)).toEqual(["questions.0.type"])
+      expect((yield* questionsOf("srv_main")).map((q) => q.id)).toEqual(["q_num", "q_new", "q_pick", "q_rank"])
+      const allowed = yield* putQuestions("srv_main", [
+        { id: "q_new", type: "textarea", label: "New" },
+        { id: "q_text", type: "textarea", label: "Say something again" }
+      ])
+      expect(allowed.status).toBe(200)
+      // A deleted question brought back brings its answers back.
+      expect((yield* answersOf("rsp_1")).find((a) => a.value === "hello")?.fieldId).toBe("q_text")
+      expect((yield* surveyOf("srv_main")).questionCount).toBe(2)
+    }))
+
+  it.effect("the respondent API and the survey page follow the new list at once", () =>
+    Effect.gen(function*() {
+      const token = bodyOf(
+        Schema.Struct({ respondentToken: Schema.String }),
+        yield* call("GET", "/s/srv_short", { headers: { accept: "application/json" } })
+      ).respondentToken
+      const answer = (questionId: string) =>
+        call("POST", "/respond/v1/responses", {
+          token,
+          body: JSON.stringify({ answers: [{ questionId, values: ["hi"] }], finished: true })
+        })
+      expect((yield* answer("q_short_text")).status).toBe(201)
+      const put = yield* putQuestions("srv_short", [{ id: "q_short_new", type: "textarea", label: "A brand new label", required: true }])
+      expect(put.status).toBe(200)
+      const refused = yield* answer("q_short_text")
+      expect(issuePaths(refused)).toContain("answers.0.questionId")
+      expect((yield* answer("q_short_new")).status).toBe(201)
+      const html = yield* call("GET", "/s/srv_short", { headers: { accept: "text/html" } })
+      expect(html.text).toContain("A brand new label")
+      expect(html.text).not.toContain("Say hi")
+    }))
+
+  it.effect("a respondent answering while the questions are replaced gets 201 or 400, never 500, and nothing half-written", () =>
+    Effect.gen(function*() {
+      const created = yield* create({ title: "Race", questions: [{ id: "q_a", type: "textarea", label: "A" }] })
+      expect((yield* send("POST", `/surveys/${created.id}/publish`)).status).toBe(200)
+      const token = bodyOf(
+        Schema.Struct({ respondentToken: Schema.String }),
+        yield* call("GET", `/s/${created.id}`, { headers: { accept: "application/json" } })
+      ).respondentToken
+      const answer = call("POST", "/respond/v1/responses", {
+        token,
+        body: JSON.stringify({ answers: [{ questionId: "q_a", values: ["hi"] }], finished: false })
+      })
+      const lists = [[{ id: "q_b", type: "textarea", label: "B" }], [{ id: "q_a", type: "textarea", label: "A" }]]
+      const rounds = yield* Effect.all(
+        Array.from({ length: 12 }, (_, i) =>
+          Effect.all([answer, putQuestions(created.id, lists[i % 2] ?? [])], { concurrency: "unbounded" })),
+        { concurrency: 3 }
+      )
+      const started: Array<string> = []
+      for (const [res, put] of rounds) {
+        expect(put.status, put.text).toBe(200)
+        expect([201, 400], res.text).toContain(res.status)
+        if (res.status === 400) expect(issuePaths(res)).toEqual(["answers.0.questionId"])
+        else started.push(bodyOf(Schema.Struct({ responseId: Schema.String }), res).responseId)
+      }
+      expect(yield* rowsOf("responses", created.id)).toBe(started.length)
+      for (const id of started) {
+        const stored = yield* get(`/api/v1/surveys/${created.id}/responses/${id}`, TOKENS.editor)
+        expect(stored.status).toBe(200)
+        expect(bodyOf(AnswersBody, stored).answers.map((a) => a.values)).toEqual([["hi"]])
+      }
+    }))
+})
+
+describe("lifecycle over HTTP", () => {
+  it.live("publish and close write the CLI's events, delivered to the webhook; repeats write nothing; other moves are refused", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const secret = yield* register(target.url)
+      const created = yield* create({ title: "Lifecycle" })
+      const move = (action: "publish" | "close") => send("POST", `/surveys/${created.id}/${action}`)
+
+      const empty = yield* move("publish")
+      expect(issuePaths(empty)).toEqual(["id"])
+      expect(issuePaths(yield* move("close"))).toEqual(["id"])
+      expect((yield* surveyOf(created.id)).status).toBe("draft")
+
+      expect((yield* putQuestions(created.id, [{ type: "textarea", label: "Q" }])).status).toBe(200)
+      // Each move, then the same again: 200 with the same survey, and no second event.
+      const moves = [["publish", "published"], ["close", "closed"]] as const
+      for (const [i, [action, status]] of moves.entries()) {
+        const moved = yield* move(action)
+        expect(bodyOf(SurveyBody, moved)).toMatchObject({ status, published: status === "published" })
+        const repeated = yield* move(action)
+        expect(repeated.status).toBe(200)
+        expect(repeated.body).toEqual(moved.body)
+        expect(yield* rowsOf("events", created.id)).toBe(i + 1)
+      }
+
+      const delivered = yield* target.receivedWhere((all) => all.length >= 2)
+      const events = delivered.map((d) => decodeAs(EventEnvelope, new Webhook(secret).verify(d.body, d.headers)))
+      expect(events.map((e) => [e["type"], e["formId"]])).toEqual([
+        ["survey.published", created.id],
+        ["survey.closed", created.id]
+      ])
+
+      const reopened = yield* move("publish")
+      expect(bodyOf(SurveyBody, reopened).status).toBe("published")
+      const trashed = yield* send("DELETE", `/surveys/${created.id}`)
+      expect(trashed.status).toBe(204)
+      expect(trashed.text).toBe("")
+      for (const res of [
+        yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor),
+        yield* get(`/api/v1/surveys/${created.id}/questions`, TOKENS.editor),
+        yield* send("PATCH", `/surveys/${created.id}`, { title: "x" }),
+        yield* move("close"),
+        yield* send("DELETE", `/surveys/${created.id}`)
+      ]) {
+        expect(res.status).toBe(404)
+        expect(bodyOf(ErrorBody, res).code).toBe("not_found")
+      }
+      expect(yield* rowsOf("events", created.id)).toBe(3)
+    }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
+})
