@@ -1,4 +1,5 @@
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
+import { transportTimeMillis } from "../Background/TransportTime.js"
 import { AppConfig } from "../Config.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 import { send } from "./Sender.js"
@@ -18,7 +19,8 @@ export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
   const signer = yield* Signer
   const config = yield* AppConfig
   const settings = yield* DeliverySettings
-  const now = yield* Clock.currentTimeMillis
+  // The receiver checks the timestamp against its own clock: the wire's time, real on a simulated clock.
+  const now = yield* transportTimeMillis
   const signature = yield* signer.sign({
     secret: input.secret,
     eventId: input.eventId,
