@@ -16,6 +16,7 @@ import QuotaFile from "./migrations/0013_quota_file.js"
 import RoundIndexes from "./migrations/0014_round_indexes.js"
 import RespondentTokenKey from "./migrations/0015_respondent_token_key.js"
 import SealedIdempotentAnswers from "./migrations/0016_sealed_idempotent_answers.js"
+import ClockMark from "./migrations/0017_clock_mark.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -36,7 +37,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0013_quota_file": QuotaFile,
   "0014_round_indexes": RoundIndexes,
   "0015_respondent_token_key": RespondentTokenKey,
-  "0016_sealed_idempotent_answers": SealedIdempotentAnswers
+  "0016_sealed_idempotent_answers": SealedIdempotentAnswers,
+  "0017_clock_mark": ClockMark
 }
 
 /**
