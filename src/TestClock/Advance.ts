@@ -1,4 +1,3 @@
-import type { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option } from "effect"
 import { Aggregator } from "../Analytics/Aggregator.js"
 import { leaseMillisOf } from "../Background/JobLeases.js"
@@ -13,7 +12,7 @@ import { purgeOnce } from "../Webhooks/Purge.js"
 import { Redelivery } from "../Webhooks/Redelivery.js"
 import { Signer } from "../Webhooks/Signer.js"
 import { WebhookRepo } from "../Webhooks/WebhookRepo.js"
-import { nextAttemptAfter } from "./DueWorkRepo.js"
+import { nextAttemptAfterOf } from "./DueWorkRepo.js"
 import { SimulatedClock } from "./SimulatedClock.js"
 
 /** What one advance did. */
@@ -48,7 +47,8 @@ export class ClockAdvance extends Effect.Service<ClockAdvance>()("TestClock/Cloc
       idempotency: Idempotency
     })
     const leaseMillis = leaseMillisOf(yield* AppConfig)
-    const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig | WebhookRepo | Redelivery | SqlClient.SqlClient>()
+    const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig | WebhookRepo | Redelivery>()
+    const nextAttemptAfter = yield* nextAttemptAfterOf
     const lock = yield* Effect.makeSemaphore(1)
 
     // The periodic jobs at their production periods, each next due at its instant (all at the first advance).

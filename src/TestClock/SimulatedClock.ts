@@ -1,5 +1,5 @@
 import { Clock, Context, Duration, Effect, Layer } from "effect"
-import { TransportTime } from "../Background/TransportTime.js"
+import { RealTime } from "../Background/RealTime.js"
 
 /**
  * The process's simulated clock (v1-extensions §X5.1): the time the service reads stands still
@@ -37,12 +37,12 @@ export class SimulatedClock extends Context.Tag("TestClock/SimulatedClock")<Simu
   }
 
   /**
-   * The simulated clock as a layer, and what stays real with it: the wire's time
-   * (`TransportTime`). The `Clock` itself is swapped where the process starts (src/Cli/Commands.ts).
+   * The simulated clock as a layer, and what stays real with it (`RealTime`: the wire's time, the
+   * heap bound's pacing). The `Clock` itself is swapped where the process starts (src/Cli/Commands.ts).
    */
   static readonly layer = (service: Context.Tag.Service<SimulatedClock>) =>
     Layer.mergeAll(
       Layer.succeed(SimulatedClock, service),
-      Layer.succeed(TransportTime, { currentTimeMillis: service.real.currentTimeMillis })
+      Layer.succeed(RealTime, { currentTimeMillis: service.real.currentTimeMillis })
     )
 }

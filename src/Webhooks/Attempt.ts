@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { transportTimeMillis } from "../Background/TransportTime.js"
+import { realTimeMillis } from "../Background/RealTime.js"
 import { AppConfig } from "../Config.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 import { send } from "./Sender.js"
@@ -20,7 +20,7 @@ export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
   const config = yield* AppConfig
   const settings = yield* DeliverySettings
   // The receiver checks the timestamp against its own clock: the wire's time, real on a simulated clock.
-  const now = yield* transportTimeMillis
+  const now = yield* realTimeMillis
   const signature = yield* signer.sign({
     secret: input.secret,
     eventId: input.eventId,
