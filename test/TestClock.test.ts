@@ -107,11 +107,20 @@ describe("serve --test-clock", () => {
       expect(walked.deliveryAttempts).toBe(8)
       const received = yield* target.received
       expect(received).toHaveLength(8)
-      const clock = Schema.decodeUnknownSync(ClockReading)((yield* json(server.base, "/api/v1/test/clock")).text)
+      const read = yield* json(server.base, "/api/v1/test/clock")
+      const clock = Schema.decodeUnknownSync(ClockReading)(read.text)
       expect(clock.now).toBe("2026-03-03T00:00:00.000Z")
+      const realNow = Date.parse(clock.realNow)
+      // The HTTP Date header and the log's timestamps stay real.
+      expect(Math.abs(Date.parse(read.headers.get("date") ?? "") - realNow)).toBeLessThan(600_000)
+      // The first line of the log says the clock is simulated.
+      const firstLine = yield* server.logged("")
+      expect(firstLine).toContain("clock simulated: the service's time is 2026-03-01T00:00:00.000Z")
+      const logged = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ timestamp: Schema.String })))(firstLine)
+      expect(Math.abs(Date.parse(logged.timestamp) - realNow)).toBeLessThan(600_000)
       // Signatures carry the real time, which receivers compare with their own clocks.
       for (const r of received) {
-        expect(Math.abs(Number(r.headers["webhook-timestamp"]) * 1000 - Date.parse(clock.realNow))).toBeLessThan(600_000)
+        expect(Math.abs(Number(r.headers["webhook-timestamp"]) * 1000 - realNow)).toBeLessThan(600_000)
       }
       const log = Schema.decodeUnknownSync(Attempts)((yield* json(server.base, "/api/v1/webhooks/deliveries?limit=50")).text)
       const instants = log.data.map((a) => Date.parse(a.attemptedAt)).sort((a, b) => a - b)
