@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
-import { Duration, Effect, FiberRef, Layer, Logger } from "effect"
+import { type HttpApi, HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
+import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
@@ -58,6 +58,11 @@ import { TelemetryLive, tracingEnabled } from "./Telemetry/Telemetry.js"
 import { SurveyAccess } from "./Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
 import { SurveyRepo } from "./Surveys/SurveyRepo.js"
+import { ClockAdvance } from "./TestClock/Advance.js"
+import { TestClockServiceApi } from "./TestClock/Api.js"
+import { clockMark } from "./TestClock/ClockMarkRepo.js"
+import { TestClockHttpLive } from "./TestClock/Http.js"
+import { SimulatedClock } from "./TestClock/SimulatedClock.js"
 import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
 import { DeliverySettings } from "./Webhooks/DeliverySettings.js"
 import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
@@ -72,9 +77,20 @@ import { WebhookRepo } from "./Webhooks/WebhookRepo.js"
 // themselves; this file says what provides it. Tests build the same graph with parts swapped
 // (test/support/TestServer.ts).
 
+/**
+ * Refuses, before anything is migrated, a database first served on the other clock than this
+ * process's (v1-extensions §X5.1).
+ */
+const ClockMarkCheckLive = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const mark = yield* clockMark
+  yield* Effect.orDie(mark.check(config.testClock === undefined ? "real" : "simulated"))
+}))
+
 /** The database (SQLite or PostgreSQL), migrated, with its dialect, transactions and the request-path reader. Needs `AppConfig`. */
 export const DatabaseLive = Layer.mergeAll(Reader.Default, SqlDialectLive, Transactions.Default).pipe(
   Layer.provideMerge(MigrationsLive),
+  Layer.provideMerge(ClockMarkCheckLive),
   Layer.provideMerge(SqlLive)
 )
 
@@ -141,28 +157,32 @@ export const makeCore = (parts: Partial<CoreParts> = {}) =>
 
 export const CoreLive = makeCore()
 
+const groupsLive = [
+  SurveysLive,
+  QuestionsLive,
+  ResponsesLive,
+  EmbedSessionsLive,
+  AnalyticsLive,
+  UsageLive,
+  WebhooksHttpLive,
+  ErasuresLive,
+  AuthoringLive,
+  RespondentHttpLive
+] as const
+
+const handlerMiddlewareLive = [AuthorizationLive, WriteAccessLive, JsonBodyLive, RespondentAuthLive] as const
+
 /** The HttpApi's handlers, each group requiring its services. */
-const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([
-    SurveysLive,
-    QuestionsLive,
-    ResponsesLive,
-    EmbedSessionsLive,
-    AnalyticsLive,
-    UsageLive,
-    WebhooksHttpLive,
-    ErasuresLive,
-    AuthoringLive,
-    RespondentHttpLive
-  ]),
-  Layer.provide([AuthorizationLive, WriteAccessLive, JsonBodyLive, RespondentAuthLive])
+const ApiLive = HttpApiBuilder.api(Api).pipe(Layer.provide(groupsLive), Layer.provide(handlerMiddlewareLive))
+
+/** The same with the test clock's endpoints (v1-extensions §X5.1), which only a process on a simulated clock serves. */
+const TestClockApiLive = HttpApiBuilder.api(TestClockServiceApi).pipe(
+  Layer.provide([...groupsLive, TestClockHttpLive]),
+  Layer.provide(handlerMiddlewareLive)
 )
 
-/**
- * The whole HTTP surface: `/api/v1`, the respondent pages and API, `/openapi.json`, `/docs`,
- * `/healthz`, `/readyz`. Needs an `HttpServer`, the core services and the request quota.
- */
-export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) => {
+/** The HTTP surface over the handlers of `apiLive`. */
+const makeHttp = <E, R>(apiLive: Layer.Layer<HttpApi.Api, E, R>) => Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) => {
   const served = Layer.unwrapEffect(
     // Not `HttpApiBuilder.serve(middleware)`: the server applies that middleware outside its own
     // error handling, where the documented bodies for unmatched routes could no longer be set.
@@ -188,9 +208,15 @@ export const HttpLive = Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) =
   Layer.provide(ReadinessLive),
   Layer.provide(RespondentRoutes),
   Layer.provide(RequestErrorsLive),
-  Layer.provide(ApiLive),
+  Layer.provide(apiLive),
   HttpServer.withLogAddress
 )
+
+/**
+ * The whole HTTP surface: `/api/v1`, the respondent pages and API, `/openapi.json`, `/docs`,
+ * `/healthz`, `/readyz`. Needs an `HttpServer`, the core services and the request quota.
+ */
+export const HttpLive = makeHttp(ApiLive)
 
 /** Everything that runs in the background of a server. */
 export const BackgroundLive = Layer.mergeAll(
@@ -209,6 +235,12 @@ export interface ServeParts {
   readonly background: Layer.Layer<never, never, Layer.Layer.Context<typeof BackgroundLive>>
   /** The request quota (the rate limiter and the admission it gives the auth middleware). */
   readonly quota: Layer.Layer<Layer.Layer.Success<typeof RateLimiter.layer>, never, Layer.Layer.Context<typeof RateLimiter.layer>>
+  /** The HTTP surface: `HttpLive`, or the same with the test clock's endpoints. */
+  readonly http: Layer.Layer<
+    Layer.Layer.Success<typeof HttpLive>,
+    never,
+    Layer.Layer.Context<typeof HttpLive> | Layer.Layer.Context<typeof BackgroundLive>
+  >
 }
 
 /**
@@ -219,7 +251,7 @@ export interface ServeParts {
  */
 export const makeServe = (parts: Partial<ServeParts> = {}) =>
   DrainOnShutdownLive.pipe(
-    Layer.provideMerge(Layer.mergeAll(HttpLive, parts.background ?? BackgroundLive)),
+    Layer.provideMerge(Layer.mergeAll(parts.http ?? HttpLive, parts.background ?? BackgroundLive)),
     Layer.provideMerge(parts.quota ?? RateLimiter.layer),
     Layer.provide(TelemetryLive)
   )
@@ -230,8 +262,8 @@ export const makeServe = (parts: Partial<ServeParts> = {}) =>
  * `METRICS_PORT` is set (src/Telemetry/Prometheus.ts). Needs the core. Its listener closes once
  * the drain is done, before the rest stops (`bunServerLayer`).
  */
-export const ServerLive = (settings: AppSettings) =>
-  makeServe().pipe(
+export const ServerLive = (settings: AppSettings, serve: ReturnType<typeof makeServe> = makeServe()) =>
+  serve.pipe(
     Layer.merge(HeapBoundLive),
     Layer.provide(Layer.unwrapEffect(Effect.map(DeliverySettings, (delivery) =>
       bunServerLayer({
@@ -247,15 +279,39 @@ export const ServerLive = (settings: AppSettings) =>
     Layer.provide(PrometheusLive)
   )
 
+/**
+ * The server on a simulated clock (v1-extensions §X5.1), with the test clock's endpoints and
+ * without the background loops: advancing the clock runs their work in due order
+ * (src/TestClock/Advance.ts). Needs the core; the process runs on `simulated`'s `Clock`.
+ */
+export const TestClockServerLive = (settings: AppSettings, simulated: SimulatedClock["Type"]) =>
+  ServerLive(
+    settings,
+    makeServe({
+      background: Layer.empty,
+      http: makeHttp(TestClockApiLive).pipe(
+        Layer.provide(ClockAdvance.Default),
+        Layer.provide(Layer.succeed(SimulatedClock, simulated))
+      )
+    })
+  )
+
 /** The core for settings read once: what every command runs on. */
 export const CoreFor = (settings: AppSettings) => CoreLive.pipe(Layer.provideMerge(Layer.succeed(AppConfig, settings)))
 
-/** Logging as configured: level and format (pretty on a TTY, JSON otherwise). */
-export const LoggingLive = (settings: AppSettings) =>
-  Layer.mergeAll(
+/**
+ * Logging as configured: level and format (pretty on a TTY, JSON otherwise). On a simulated clock
+ * the lines carry `real`'s time (v1-extensions §X5.1).
+ */
+export const LoggingLive = (settings: AppSettings, real?: Clock.Clock) => {
+  const logger = withRequestId(settings.logFormat === "json" ? Logger.withConsoleLog(Logger.jsonLogger) : Logger.prettyLogger())
+  return Layer.mergeAll(
     Logger.replace(
       Logger.defaultLogger,
-      withRequestId(settings.logFormat === "json" ? Logger.withConsoleLog(Logger.jsonLogger) : Logger.prettyLogger())
+      real === undefined
+        ? logger
+        : Logger.mapInputOptions(logger, (options) => ({ ...options, date: new Date(real.unsafeCurrentTimeMillis()) }))
     ),
     Logger.minimumLogLevel(settings.logLevel)
   )
+}

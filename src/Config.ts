@@ -1,4 +1,5 @@
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
+import { parseIsoInstant } from "./Domain/Time.js"
 
 /** OpenTelemetry export over OTLP/HTTP (v1-extensions §X4); absent when no endpoint is configured. */
 export interface TelemetrySettings {
@@ -72,6 +73,11 @@ export interface AppSettings {
   readonly trustProxyHops?: number
   /** Set when `METRICS_PORT` is; without it no metrics listener runs and nothing of it is on the request path. */
   readonly metrics?: MetricsSettings
+  /**
+   * `TEST_CLOCK` (or `serve --test-clock [INSTANT]`): the process runs on a simulated clock starting at
+   * this instant (epoch ms), or at the real time of the start for `now` (v1-extensions §X5.1).
+   */
+  readonly testClock?: number | "now"
 }
 
 /** The listen address when none is configured: every IPv4 interface. */
@@ -117,6 +123,17 @@ const trustProxyConfig = Config.string("TRUST_PROXY").pipe(
       : Either.left(ConfigError.InvalidData(["TRUST_PROXY"], "Expected true, false or a number of proxies from 0 to 10"))
   })
 )
+
+/** A simulated clock's start: `now` or an ISO instant with an offset; none when unset or empty. */
+const testClockOf = (name: string, raw: string): Either.Either<Option.Option<number | "now">, ConfigError.ConfigError> => {
+  const value = raw.trim()
+  if (value === "") return Either.right(Option.none())
+  if (value.toLowerCase() === "now") return Either.right(Option.some("now"))
+  const at = parseIsoInstant(value)
+  return at === undefined
+    ? Either.left(ConfigError.InvalidData([name], "Expected now or an ISO 8601 instant with an offset, like 2026-01-31T12:00:00Z"))
+    : Either.right(Option.some(at))
+}
 
 /** The lease of deliveries and background jobs when none is configured. */
 export const DEFAULT_LEASE_MILLIS = 30_000
@@ -269,6 +286,8 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
     readonly databasePoolSize?: Option.Option<number>
     readonly databasePoolTimeoutMs?: Option.Option<number>
     readonly databaseStatementTimeoutMs?: Option.Option<number>
+    /** `--test-clock [INSTANT]`: some (`now` when no instant is given) when the flag is present. */
+    readonly testClock?: Option.Option<string>
   } = {}) =>
     Effect.gen(function*() {
       const envPort = yield* Config.port("PORT").pipe(Config.withDefault(8080))
@@ -336,6 +355,17 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
       )
       const trustProxyHops = yield* trustProxyConfig
       const metrics = yield* metricsConfig
+      const envTestClock = yield* Config.string("TEST_CLOCK").pipe(
+        Config.withDefault(""),
+        Config.mapOrFail((raw) => testClockOf("TEST_CLOCK", raw))
+      )
+      const flagTestClock = overrides.testClock ?? Option.none()
+      const testClock = Option.isSome(flagTestClock)
+        ? yield* Either.match(testClockOf("--test-clock", flagTestClock.value), {
+          onLeft: Effect.fail,
+          onRight: (start) => Effect.succeed(Option.orElseSome(start, (): number | "now" => "now"))
+        })
+        : envTestClock
       return {
         port,
         host,
@@ -357,7 +387,8 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         respondentLimitPerSurvey,
         trustProxyHops,
         ...(Option.isSome(telemetry) ? { telemetry: telemetry.value } : {}),
-        ...(Option.isSome(metrics) ? { metrics: metrics.value } : {})
+        ...(Option.isSome(metrics) ? { metrics: metrics.value } : {}),
+        ...(Option.isSome(testClock) ? { testClock: testClock.value } : {})
       } satisfies AppSettings
     })
 

@@ -1,5 +1,6 @@
 import { fullGC, heapSize } from "bun:jsc"
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { realTimeMillis } from "./RealTime.js"
 
 /** The JavaScript heap as the bound sees it. */
 export interface Heap {
@@ -59,7 +60,7 @@ export const HeapBoundLive = Layer.scopedDiscard(
     const settings = yield* HeapBoundSettings
     let limit = limitAfter(settings.heap.size(), settings)
     let quietUntil = 0
-    const check = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    const check = Effect.flatMap(realTimeMillis, (now) =>
       Effect.sync(() => {
         if (now < quietUntil || settings.heap.size() <= limit) return
         const { kept, pausedMs } = settings.heap.collect()

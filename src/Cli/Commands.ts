@@ -3,13 +3,16 @@ import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Aggregator } from "../Analytics/Aggregator.js"
-import { CoreFor, LoggingLive, ServerLive } from "../App.js"
+import { CoreFor, LoggingLive, ServerLive, TestClockServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AppConfig } from "../Config.js"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Http/JsonBody.js"
 import { backupSqlite } from "../Sql/Backup.js"
 import { busyTimeoutMs } from "../Sql/Database.js"
 import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
+import { clockMark } from "../TestClock/ClockMarkRepo.js"
+import { SimulatedClock } from "../TestClock/SimulatedClock.js"
+import { toIso } from "../Domain/Time.js"
 
 /** Where the data lives: `--db` (SQLite file) or `--database-url` (PostgreSQL), over the environment. */
 const db = Options.all({
@@ -72,12 +75,35 @@ const withDatabase = <A, E, R>(
     return yield* effect.pipe(Effect.provide(CoreFor(settings)), Effect.provide(LoggingLive(settings)))
   })
 
-const serve = Command.make("serve", { port, host, db, demo: Options.boolean("demo").pipe(
+const testClock = Options.boolean("test-clock").pipe(
+  Options.withDescription(
+    "Run on a simulated clock that stands still until POST /api/v1/test/clock/advance moves it, starting at INSTANT " +
+      "(an ISO instant with an offset; default: now). For test runs only (overrides TEST_CLOCK)"
+  )
+)
+const instant = Args.text({ name: "INSTANT" }).pipe(Args.optional)
+
+const serve = Command.make("serve", { port, host, db, testClock, instant, demo: Options.boolean("demo").pipe(
   Options.withDescription("Seed the demo workspace when missing and print an editor and a viewer key")
-) }, ({ db, demo, host, port }) =>
+) }, ({ db, demo, host, instant, port, testClock }) =>
   Effect.gen(function*() {
-    const settings = yield* AppConfig.fromEnv({ port, host, ...databaseOverrides(db) })
+    if (!testClock && Option.isSome(instant)) {
+      return yield* Effect.fail(new Error(`unexpected argument ${JSON.stringify(instant.value)}: INSTANT follows --test-clock`))
+    }
+    const settings = yield* AppConfig.fromEnv({
+      port,
+      host,
+      ...databaseOverrides(db),
+      testClock: testClock ? Option.orElseSome(instant, () => "now") : Option.none()
+    })
+    const startsAt = settings.testClock
+    const real = yield* Effect.clock
+    const simulated = startsAt === undefined
+      ? undefined
+      : SimulatedClock.make(startsAt === "now" ? yield* real.currentTimeMillis : startsAt, real)
     const program = Effect.gen(function*() {
+      const mark = yield* clockMark
+      yield* Effect.orDie(mark.markServed(simulated === undefined ? "real" : "simulated"))
       if (demo) {
         const { seedDemo } = yield* loadDemo
         const seed = yield* seedDemo()
@@ -88,12 +114,22 @@ const serve = Command.make("serve", { port, host, db, demo: Options.boolean("dem
           `  try: curl -H "Authorization: Bearer ${seed.editorToken}" ${settings.publicBaseUrl}/api/v1/surveys`
         ].join("\n"))
       }
-      return yield* Layer.launch(ServerLive(settings))
+      return yield* Layer.launch(simulated === undefined ? ServerLive(settings) : TestClockServerLive(settings, simulated))
     })
-    return yield* program.pipe(
-      Effect.provide(CoreFor(settings)),
-      Effect.provide(LoggingLive(settings))
-    )
+    if (simulated === undefined) {
+      return yield* program.pipe(
+        Effect.provide(CoreFor(settings)),
+        Effect.provide(LoggingLive(settings))
+      )
+    }
+    // The whole process reads the simulated clock; what stays real reads `real` (SimulatedClock.layer).
+    return yield* Effect.zipRight(
+      Effect.logWarning(
+        `clock simulated: the service's time is ${toIso(simulated.clock.unsafeCurrentTimeMillis())} and stands still ` +
+          "until POST /api/v1/test/clock/advance moves it (for test runs only)"
+      ),
+      program.pipe(Effect.provide(CoreFor(settings)), Effect.provide(SimulatedClock.layer(simulated)))
+    ).pipe(Effect.provide(LoggingLive(settings, real)), Effect.withClock(simulated.clock))
   })).pipe(Command.withDescription("Migrate the database, then serve the API and the survey pages"))
 
 const migrate = Command.make("migrate", { db }, ({ db }) =>

@@ -16,6 +16,7 @@ import QuotaFile from "./migrations/0013_quota_file.js"
 import RoundIndexes from "./migrations/0014_round_indexes.js"
 import RespondentTokenKey from "./migrations/0015_respondent_token_key.js"
 import SealedIdempotentAnswers from "./migrations/0016_sealed_idempotent_answers.js"
+import ClockMark from "./migrations/0017_clock_mark.js"
 import WebhookRotationRate from "./migrations/0018_webhook_rotation_rate.js"
 import Authoring from "./migrations/0019_authoring.js"
 
@@ -39,6 +40,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0014_round_indexes": RoundIndexes,
   "0015_respondent_token_key": RespondentTokenKey,
   "0016_sealed_idempotent_answers": SealedIdempotentAnswers,
+  "0017_clock_mark": ClockMark,
   "0018_webhook_rotation_rate": WebhookRotationRate,
   "0019_authoring": Authoring
 }

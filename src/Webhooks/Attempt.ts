@@ -1,4 +1,5 @@
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
+import { realTimeMillis } from "../Background/RealTime.js"
 import { AppConfig } from "../Config.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 import { send } from "./Sender.js"
@@ -19,7 +20,8 @@ export const attemptOnce = Effect.fn("Webhooks.attemptOnce")(function*(input: {
   const signer = yield* Signer
   const config = yield* AppConfig
   const settings = yield* DeliverySettings
-  const now = yield* Clock.currentTimeMillis
+  // The receiver checks the timestamp against its own clock: the wire's time, real on a simulated clock.
+  const now = yield* realTimeMillis
   const signature = yield* signer.sign({
     secrets: input.secrets,
     eventId: input.eventId,

@@ -21,7 +21,7 @@ const byOutcome = {
 }
 
 /** One attempt of a claimed delivery and where the retry schedule moves it; none once its webhook is gone. */
-const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedDelivery) {
+export const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedDelivery) {
   const repo = yield* DeliveryRepo
   if (Option.isNone(row.target)) {
     yield* repo.drop(row.id)

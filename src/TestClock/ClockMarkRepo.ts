@@ -1,0 +1,61 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Data, Effect, Option, Schema } from "effect"
+import { dialectOf } from "../Sql/Dialect.js"
+
+/** The clock a database was first served on (migration 0017). */
+export type ServedClock = "simulated" | "real"
+
+const Mark = Schema.Struct({ clock: Schema.Literal("simulated", "real") })
+const Exists = Schema.Struct({ present: Schema.Number })
+
+/** A database first served on the other clock: the process refuses it. */
+export class ClockMismatch extends Data.TaggedError("ClockMismatch")<{ readonly message: string }> {}
+
+const mismatch = (marked: ServedClock) =>
+  new ClockMismatch({
+    message: marked === "simulated"
+      ? "this database was served on a simulated clock (serve --test-clock); without --test-clock it is refused, so that simulated instants never mix into real data"
+      : "this database was served in real time; a --test-clock process refuses it, so that simulated instants never mix into real data"
+  })
+
+/**
+ * The database's clock mark (v1-extensions §X5.1): read before migrating, so that a process on the
+ * other clock changes nothing, and set by the first `serve`.
+ */
+export const clockMark = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const present = SqlSchema.single({
+    Request: Schema.Void,
+    Result: Exists,
+    execute: () =>
+      dialectOf(sql) === "pg"
+        ? sql`SELECT CASE WHEN to_regclass('clock_mark') IS NULL THEN 0 ELSE 1 END AS present`
+        : sql`SELECT count(*) AS present FROM sqlite_master WHERE type = 'table' AND name = 'clock_mark'`
+  })
+  const read = SqlSchema.findOne({
+    Request: Schema.Void,
+    Result: Mark,
+    execute: () => sql`SELECT clock FROM clock_mark WHERE id = 1`
+  })
+
+  /** Fails when the database was served on the other clock than `clock`; a database never served passes. */
+  const check = (clock: ServedClock) =>
+    Effect.gen(function*() {
+      if ((yield* present(undefined)).present === 0) return
+      const marked = yield* read(undefined)
+      if (Option.isSome(marked) && marked.value.clock !== clock) return yield* mismatch(marked.value.clock)
+    })
+
+  /** Marks the database as served on `clock` unless it already is; fails when it was served on the other. */
+  const markServed = (clock: ServedClock) =>
+    Effect.gen(function*() {
+      yield* sql`INSERT INTO clock_mark (id, clock) VALUES (1, ${clock}) ON CONFLICT (id) DO NOTHING`
+      const marked = yield* read(undefined)
+      if (Option.isSome(marked) && marked.value.clock !== clock) return yield* mismatch(marked.value.clock)
+    })
+
+  return {
+    check: (clock: ServedClock) => Effect.catchTag(check(clock), "ParseError", "SqlError", Effect.die),
+    markServed: (clock: ServedClock) => Effect.catchTag(markServed(clock), "ParseError", "SqlError", Effect.die)
+  } as const
+})
