@@ -10,6 +10,7 @@ import { AppConfig, type AppSettings } from "../Config.js"
 import { poolConnections, poolWaiting } from "../Telemetry/Metrics.js"
 import { isSqliteBusy } from "./Busy.js"
 import { LIFT_STATEMENT_TIMEOUT } from "./Dialect.js"
+import { pgParsers } from "./PgText.js"
 
 /**
  * A name transform remembered per name: the client renames every column of every row it reads,
@@ -99,23 +100,6 @@ const SqliteLive = (path: string, busyTimeoutMs: number) => {
     ),
     Layer.provide(Reactivity.layer)
   )
-}
-
-/**
- * How PostgreSQL values arrive, by type oid (text format). Instants are stored as ISO text
- * (the same strings on both databases), so no date type is parsed; 64-bit integers (sequence
- * numbers, epoch milliseconds, counts and sums) and numerics become numbers, as SQLite gives
- * them; every other type stays the text PostgreSQL sent.
- */
-const pgParsers: Record<number, (value: string) => unknown> = {
-  16: (value) => value === "t", // bool
-  20: Number, // int8
-  21: Number, // int2
-  23: Number, // int4
-  26: Number, // oid
-  700: Number, // float4
-  701: Number, // float8
-  1700: Number // numeric
 }
 
 const pgTypes: Pg.CustomTypesConfig = {
