@@ -355,19 +355,28 @@ const refuseOverridingUrl = (url: Redacted.Redacted<string>) =>
  * either (a connection the pool hands to a fiber that stopped waiting would never go back);
  * it ends when one is free or after the pool's acquire timeout.
  */
-const steadyPgClient = (url: Redacted.Redacted<string>, pool: PoolSettings, watched = false) =>
+const steadyPgClient = (url: Redacted.Redacted<string>, settings: PoolSettings, watched = false) =>
   Effect.gen(function*() {
     yield* refuseOverridingUrl(url)
-    const base = yield* PgClient.fromPool(pgClientOptions(url, pool, watched))
+    const options = pgClientOptions(url, settings, watched)
+    const pool = yield* options.acquire
+    const base = yield* PgClient.fromPool({ ...options, acquire: Effect.succeed(pool) })
     const connection = Effect.map(Effect.uninterruptible(base.reserve), steady)
-    return yield* SqlClient.make({
+    const client = yield* SqlClient.make({
       acquirer: connection,
       transactionAcquirer: connection,
       compiler: PgClient.makeCompiler(camelToSnake, false),
       transformRows: Statement.defaultTransforms(snakeToCamel, false).array,
       spanAttributes: [["db.system.name", "postgresql"]]
     })
+    poolOfClient.set(client, pool)
+    return client
   })
+
+const poolOfClient = new WeakMap<SqlClient.SqlClient, Pg.Pool>()
+
+/** The pool behind a PostgreSQL client of the service (src/Sql/Reader.ts runs its reads on it). */
+export const pgPoolOf = (client: SqlClient.SqlClient): Pg.Pool | undefined => poolOfClient.get(client)
 
 /** The PostgreSQL database at `url`: a pool of connections, checked once at start-up. */
 const PgLive = (url: Redacted.Redacted<string>, pool: PoolSettings, watched: boolean) =>
