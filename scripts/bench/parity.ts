@@ -9,7 +9,8 @@
  * errors of unknown ids and bad cursors. Prints one line per answer and a summary; exits 1 on the
  * first difference. It measures nothing: a check that a change kept every answer.
  *
- * Flags: --against REF (required), --surveys N (6), --responses N (per survey, 300).
+ * Flags: --against REF (required), --surveys N (6), --responses N (per survey, 300), --database
+ * postgres (both servers on copies of one database in a throwaway PostgreSQL cluster instead).
  */
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -17,12 +18,14 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, DEEP_SURVEY, DEEP_TOKEN, surveyId, writeDataset } from "./Dataset.js"
 import { freePort, sleep, spawnedProcesses } from "./Processes.js"
+import { type PgDatabases, preparePostgres } from "./PgDataset.js"
 
 const { values: flags } = parseArgs({
   options: {
     against: { type: "string" },
     surveys: { type: "string", default: "6" },
-    responses: { type: "string", default: "300" }
+    responses: { type: "string", default: "300" },
+    database: { type: "string", default: "sqlite" }
   },
   strict: true
 })
@@ -57,9 +60,11 @@ interface Server {
   readonly port: number
 }
 
-const start = async (label: string, tree: string, db: string): Promise<Server> => {
+/** `database`: a SQLite file, or with --database postgres the URL of a PostgreSQL database. */
+const start = async (label: string, tree: string, database: string): Promise<Server> => {
   const port = freePort()
-  const child = Bun.spawn(["bun", join(tree, "src/main.ts"), "serve", "--port", String(port), "--db", db], {
+  const where = flags.database === "postgres" ? ["--database-url", database] : ["--db", database]
+  const child = Bun.spawn(["bun", join(tree, "src/main.ts"), "serve", "--port", String(port), ...where], {
     cwd: tree,
     stdout: "ignore",
     stderr: "inherit",
@@ -152,29 +157,36 @@ const walk = async (a: Server, b: Server, first: string, pages: number, token?: 
 }
 
 const work = mkdtempSync(join(tmpdir(), "bench-parity-"))
+let pg: PgDatabases | undefined
 try {
   const other = treeAt(flags.against, work)
-  const files = await writeDataset(work, {
-    surveys: Number(flags.surveys),
-    responsesPerSurvey: Number(flags.responses),
-    deepResponses: 600
-  })
-  const db = join(work, "seed.db")
-  for (const file of files) run(["bun", "src/main.ts", "import", file, "--db", db])
-  run(["bun", "src/main.ts", "analytics", "rebuild", "--db", db])
-  const copy = (name: string) => {
-    const target = join(work, name)
-    for (const suffix of databaseFiles) {
-      try {
-        copyFileSync(db + suffix, target + suffix)
-      } catch {
-        // a WAL file that is not there
+  const dataset = () =>
+    writeDataset(work, { surveys: Number(flags.surveys), responsesPerSurvey: Number(flags.responses), deepResponses: 600 })
+  let here: Server
+  let there: Server
+  if (flags.database === "postgres") {
+    pg = await preparePostgres(join(work, "none.dump"), dataset, (args) => void run(["bun", "src/main.ts", ...args]))
+    await pg.copies(["here", "there"])
+    here = await start("this tree", root, pg.urlOf("here"))
+    there = await start(other.commit, other.tree, pg.urlOf("there"))
+  } else {
+    const db = join(work, "seed.db")
+    for (const file of await dataset()) run(["bun", "src/main.ts", "import", file, "--db", db])
+    run(["bun", "src/main.ts", "analytics", "rebuild", "--db", db])
+    const copy = (name: string) => {
+      const target = join(work, name)
+      for (const suffix of databaseFiles) {
+        try {
+          copyFileSync(db + suffix, target + suffix)
+        } catch {
+          // a WAL file that is not there
+        }
       }
+      return target
     }
-    return target
+    here = await start("this tree", root, copy("here.db"))
+    there = await start(other.commit, other.tree, copy("there.db"))
   }
-  const here = await start("this tree", root, copy("here.db"))
-  const there = await start(other.commit, other.tree, copy("there.db"))
 
   await compare(here, there, "/openapi.json", undefined)
   const surveys = await walk(here, there, "/api/v1/surveys?limit=2", 10)
@@ -214,5 +226,6 @@ try {
   process.exitCode = 1
 } finally {
   stopAll()
+  pg?.stop()
   rmSync(work, { recursive: true, force: true })
 }

@@ -7,18 +7,22 @@
  * docs/performance.md alone), --only TEXT (load only the endpoints whose name contains TEXT; implies
  * --no-write), --otel (the service exports spans and metrics to a local OTLP sink on 127.0.0.1, as
  * with OTEL_EXPORTER_OTLP_ENDPOINT set; implies --no-write), --metrics (the service runs its
- * Prometheus listener, METRICS_PORT, scraped every second as Prometheus would; implies --no-write).
+ * Prometheus listener, METRICS_PORT, scraped every second as Prometheus would; implies --no-write),
+ * --database postgres (the same dataset in a throwaway PostgreSQL cluster, test/support/PostgresCluster.ts,
+ * against the PostgreSQL baseline, scripts/bench/pgBaseline.ts; CPU per request is then also given
+ * for each server's PostgreSQL backends, and the table goes between the `bench:read-pg` markers).
  *
  * It prints figures and never fails on timing: the machines are shared and noisy.
  */
 import { createHash } from "node:crypto"
-import { cpus, tmpdir } from "node:os"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { BENCH_TOKEN, DEEP_SURVEY, DEEP_TOKEN, deepPosition, surveyId, writeDataset } from "./Dataset.js"
 import { quotaFilePath } from "../../src/Quota/QuotaFileSql.js"
 import { cpuTime, freePort, requireWrk, sleep, spawnedProcesses } from "./Processes.js"
+import { backendsOf, type PgDatabases, preparePostgres } from "./PgDataset.js"
 
 const { values: flags } = parseArgs({
   options: {
@@ -30,6 +34,7 @@ const { values: flags } = parseArgs({
     "no-write": { type: "boolean", default: false },
     otel: { type: "boolean", default: false },
     metrics: { type: "boolean", default: false },
+    database: { type: "string", default: "sqlite" },
     only: { type: "string" }
   },
   strict: true
@@ -41,6 +46,8 @@ const seconds = Number(flags.seconds)
 const rounds = Number(flags.rounds)
 const connections = Number(flags.connections)
 const dataset = { surveys: flags.large ? 500 : 50, responsesPerSurvey: 2_000, deepResponses: 250_025 }
+if (flags.database !== "sqlite" && flags.database !== "postgres") throw new Error("--database takes sqlite or postgres")
+const onPostgres = flags.database === "postgres"
 
 /** The endpoints under load; adding one is one line. */
 const endpoints: ReadonlyArray<{ readonly name: string; readonly path: string; readonly token?: string }> = [
@@ -104,6 +111,8 @@ interface Server {
   readonly port: number
   readonly pid: number
   readonly startMs: number
+  /** On PostgreSQL: the server's own database in the cluster, whose backends' CPU time is counted too. */
+  readonly database?: string
 }
 
 /** With --otel: a local OTLP/HTTP sink (scripts/bench/otlp-sink.ts) that reads and counts what the service exports. */
@@ -145,7 +154,8 @@ const start = async (
   name: string,
   cmd: Array<string>,
   port: number,
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  database?: string
 ): Promise<Server> => {
   const t0 = performance.now()
   const child = Bun.spawn(cmd, {
@@ -156,7 +166,7 @@ const start = async (
   })
   children.add(child)
   const startMs = await waitFor(port, endpoints[0]!.path, BENCH_TOKEN, t0, () => child.exitCode === null)
-  return { name, port, pid: child.pid, startMs }
+  return { name, port, pid: child.pid, startMs, ...(database === undefined ? {} : { database }) }
 }
 
 const stop = async (server: Server) => {
@@ -190,14 +200,17 @@ const resetPeak = (pid: number) => {
 /** The files of a SQLite database of the service: the main file, the request quota's file beside it, and their WAL. */
 const databaseFiles = ["", "-wal", "-shm", "-quota", "-quota-wal", "-quota-shm"]
 
-const prepareDatabase = async () => {
-  const stamp = createHash("sha256")
+/** The generator's hash: a cached dataset is used while it holds. */
+const datasetStamp = () =>
+  createHash("sha256")
     .update(readFileSync(join(import.meta.dir, "Dataset.ts")))
     .update(JSON.stringify(dataset))
     .digest("hex")
     .slice(0, 12)
+
+const prepareDatabase = async () => {
+  const stamp = datasetStamp()
   const dir = join(root, ".bench")
-  mkdirSync(dir, { recursive: true })
   const db = join(dir, `read-${dataset.surveys}x${dataset.responsesPerSurvey}-${stamp}.db`)
   if (existsSync(db) && !flags.fresh) {
     // Migrations added since the dataset was made; both servers then start from the same schema.
@@ -286,8 +299,11 @@ const verify = async (project: Server, baseline: Server) => {
 
 interface Load {
   readonly rps: number
+  readonly requests: number
   /** CPU time (user + system) of the server per answered request, in microseconds. */
   readonly cpuUs: number
+  /** On PostgreSQL: CPU time of the server's backends per answered request, in microseconds. */
+  readonly dbCpuUs: number
   readonly p99: number
   readonly errors: number
 }
@@ -298,9 +314,31 @@ const toMs = (value: string) => {
 }
 
 
+/** CPU time so far of each backend serving `database`, by pid. */
+const backendTimes = (database: string | undefined) => {
+  const times = new Map<number, number>()
+  if (database === undefined) return times
+  for (const pid of backendsOf(database)) {
+    try {
+      times.set(pid, cpuTime(pid))
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return times
+}
+
+/** The backends' CPU time since `before` (a backend started since counts whole; one that ended is lost). */
+const backendCpuSince = (before: ReadonlyMap<number, number>, database: string | undefined) => {
+  let total = 0
+  for (const [pid, now] of backendTimes(database)) total += now - (before.get(pid) ?? 0)
+  return total
+}
+
 const wrk = (server: Server, path: string, token: string, duration: number): Load => {
   const port = server.port
   const cpuBefore = cpuTime(server.pid)
+  const backendsBefore = backendTimes(server.database)
   const out = run([
     "/usr/bin/wrk",
     "-t2",
@@ -312,6 +350,7 @@ const wrk = (server: Server, path: string, token: string, duration: number): Loa
     `http://127.0.0.1:${port}${path}`
   ])
   const cpu = cpuTime(server.pid) - cpuBefore
+  const dbCpu = backendCpuSince(backendsBefore, server.database)
   const requests = Number(/(\d+) requests in/.exec(out)?.[1])
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
   const p99 = /\s99%\s+([\d.]+\w+)/.exec(out)?.[1]
@@ -319,7 +358,7 @@ const wrk = (server: Server, path: string, token: string, duration: number): Loa
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)
   const errors = non2xx + (socket === null ? 0 : socket.slice(1).reduce((n, s) => n + Number(s), 0))
   if (!Number.isFinite(rps) || p99 === undefined) throw new Error(`could not read wrk's output:\n${out}`)
-  return { rps, cpuUs: cpu / requests, p99: toMs(p99), errors }
+  return { rps, requests, cpuUs: cpu / requests, dbCpuUs: dbCpu / requests, p99: toMs(p99), errors }
 }
 
 const median = (xs: ReadonlyArray<number>) => {
@@ -328,43 +367,91 @@ const median = (xs: ReadonlyArray<number>) => {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
 }
 
+interface Side {
+  readonly rps: number
+  readonly cpuUs: number
+  readonly dbCpuUs: number
+  readonly p99: number
+  readonly rss: number
+  readonly errors: number
+  /** On PostgreSQL: statements run per answered request (pg_stat_statements, warm-up included). */
+  readonly statements?: number
+}
+
 interface Row {
   readonly name: string
-  readonly project: { rps: number; cpuUs: number; p99: number; rss: number; errors: number }
-  readonly baseline: { rps: number; cpuUs: number; p99: number; rss: number; errors: number }
+  readonly project: Side
+  readonly baseline: Side
 }
 
 /** A/B/A/B: each round loads the project, then the baseline, after one short warm-up of each. */
-const measure = (project: Server, baseline: Server, e: { name: string; path: string; token?: string }): Row => {
+const measure = async (project: Server, baseline: Server, e: { name: string; path: string; token?: string }): Promise<Row> => {
   const token = e.token ?? BENCH_TOKEN
   resetPeak(project.pid)
   resetPeak(baseline.pid)
-  wrk(project, e.path, token, 1)
-  wrk(baseline, e.path, token, 1)
+  await pg?.resetStatements()
+  const answered = { project: 0, baseline: 0 }
+  const load = (server: Server, duration: number) => {
+    const l = wrk(server, e.path, token, duration)
+    answered[server === project ? "project" : "baseline"] += l.requests
+    return l
+  }
+  load(project, 1)
+  load(baseline, 1)
   const a: Array<Load> = []
   const b: Array<Load> = []
   for (let round = 0; round < rounds; round++) {
-    a.push(wrk(project, e.path, token, seconds))
-    b.push(wrk(baseline, e.path, token, seconds))
+    a.push(load(project, seconds))
+    b.push(load(baseline, seconds))
   }
-  const summary = (loads: ReadonlyArray<Load>, server: Server) => ({
+  const perRequest = async (server: Server, requests: number) => {
+    if (pg === undefined || server.database === undefined) return {}
+    const { calls, top } = await pg.statements(server.database)
+    console.log(`  ${server.name}: ${(calls / requests).toFixed(2)} statements per request\n    ${top.join("\n    ")}`)
+    return { statements: calls / requests }
+  }
+  const summary = async (loads: ReadonlyArray<Load>, server: Server, requests: number): Promise<Side> => ({
     rps: median(loads.map((l) => l.rps)),
     cpuUs: median(loads.map((l) => l.cpuUs)),
+    dbCpuUs: median(loads.map((l) => l.dbCpuUs)),
     p99: median(loads.map((l) => l.p99)),
     rss: status(server.pid, "VmHWM"),
-    errors: loads.reduce((n, l) => n + l.errors, 0)
+    errors: loads.reduce((n, l) => n + l.errors, 0),
+    ...(await perRequest(server, requests))
   })
-  const row = { name: e.name, project: summary(a, project), baseline: summary(b, baseline) }
   console.log(
     `${e.name}: project ${a.map((l) => l.rps.toFixed(0)).join("/")} req/s, ` +
       `baseline ${b.map((l) => l.rps.toFixed(0)).join("/")} req/s`
   )
-  return row
+  return {
+    name: e.name,
+    project: await summary(a, project, answered.project),
+    baseline: await summary(b, baseline, answered.baseline)
+  }
 }
 
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
 
-const table = (rows: ReadonlyArray<Row>) => [
+/** PostgreSQL's table: each server's CPU and its backends' CPU per request, and the statements per request. */
+const pgTable = (rows: ReadonlyArray<Row>) => [
+  "| endpoint | project req/s | baseline req/s | ratio | project CPU µs/req, server + PostgreSQL | baseline CPU µs/req, server + PostgreSQL | CPU ratio, server | CPU ratio, server + PostgreSQL | statements/req, project / baseline | p99 ms, project / baseline | peak RSS MB, project / baseline |",
+  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ...rows.map((r) =>
+    `| ${r.name} | ${fmt(r.project.rps)} | ${fmt(r.baseline.rps)} | ${fmt(r.project.rps / r.baseline.rps, 2)} | ${
+      fmt(r.project.cpuUs)
+    } + ${fmt(r.project.dbCpuUs)} | ${fmt(r.baseline.cpuUs)} + ${fmt(r.baseline.dbCpuUs)} | ${
+      fmt(r.baseline.cpuUs / r.project.cpuUs, 2)
+    } | ${fmt((r.baseline.cpuUs + r.baseline.dbCpuUs) / (r.project.cpuUs + r.project.dbCpuUs), 2)} | ${
+      fmt(r.project.statements ?? Number.NaN, 1)
+    } / ${fmt(r.baseline.statements ?? Number.NaN, 1)} | ${fmt(r.project.p99, 1)} / ${fmt(r.baseline.p99, 1)} | ${
+      fmt(r.project.rss)
+    } / ${fmt(r.baseline.rss)} |${
+      r.project.errors + r.baseline.errors > 0 ? ` (non-2xx/socket errors: ${r.project.errors}/${r.baseline.errors})` : ""
+    }`
+  )
+]
+
+const table = (rows: ReadonlyArray<Row>) => onPostgres ? pgTable(rows) : [
   "| endpoint | project req/s | baseline req/s | ratio | project CPU µs/req | baseline CPU µs/req | CPU ratio | project p99 ms | baseline p99 ms | project peak RSS MB | baseline peak RSS MB | RSS ratio |",
   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ...rows.map((r) =>
@@ -395,33 +482,79 @@ const copiesOf = (db: string, work: string) => {
   return { project, baseline }
 }
 
+/** With --database postgres: the cluster holding the dataset, once it is imported. */
+let pg: PgDatabases | undefined
+
+/**
+ * Fills a throwaway PostgreSQL cluster with the dataset: imported the first time (about 6 minutes
+ * on 2 cores) and kept as a dump in `.bench/` by the generator's hash, restored on the next runs.
+ */
+const preparePostgresDataset = async () => {
+  const work = mkdtempSync(join(tmpdir(), "bench-read-pg-"))
+  try {
+    const t0 = performance.now()
+    const dump = join(root, ".bench", `read-pg-${dataset.surveys}x${dataset.responsesPerSurvey}-${datasetStamp()}.dump`)
+    if (flags.fresh) rmSync(dump, { force: true })
+    const databases = await preparePostgres(dump, () => writeDataset(work, dataset), (args) => void run([binary, ...args]))
+    console.log(`dataset: in PostgreSQL after ${((performance.now() - t0) / 1000).toFixed(1)} s (${dump}; --fresh imports it anew)`)
+    return databases
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/** The servers' database options: fresh copies of the dataset for each (a SQLite file each, or a PostgreSQL database each). */
+const databasesFor = async (db: string, work: string) => {
+  if (pg === undefined) {
+    const files = copiesOf(db, work)
+    return {
+      project: ["--db", files.project],
+      baseline: [join(import.meta.dir, "baseline.ts"), "--db", files.baseline],
+      names: {}
+    }
+  }
+  await pg.copies(["project", "baseline"])
+  return {
+    project: ["--database-url", pg.urlOf("project")],
+    baseline: [join(import.meta.dir, "pgBaseline.ts"), "--database-url", pg.urlOf("baseline")],
+    names: { project: "project", baseline: "baseline" }
+  }
+}
+
 const startServers = async (db: string, work: string) => {
-  const files = copiesOf(db, work)
+  const databases = await databasesFor(db, work)
   const projectPort = freePort()
   const metricsPort = flags.metrics ? freePort() : undefined
   const project = await start(
     "project",
-    [binary, "serve", "--port", String(projectPort), "--db", files.project],
+    [binary, "serve", "--port", String(projectPort), ...databases.project],
     projectPort,
     {
       ...(otlpSink === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.url, OTEL_SERVICE_NAME: "survey-service-bench" }),
       ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) })
-    }
+    },
+    databases.names.project
   )
   if (metricsPort !== undefined) scrapeEverySecond(metricsPort)
   const baselinePort = freePort()
   const baseline = await start(
     "baseline",
-    ["bun", join(import.meta.dir, "baseline.ts"), "--port", String(baselinePort), "--db", files.baseline],
-    baselinePort
+    ["bun", ...databases.baseline, "--port", String(baselinePort)],
+    baselinePort,
+    {},
+    databases.names.baseline
   )
   return { project, baseline }
 }
 
+const loadAtStart = loadavg()[0]?.toFixed(1) ?? "?"
+
 const main = async () => {
   console.log("building the binary (bun run build)")
   run(["bun", "run", "build"])
-  const db = await prepareDatabase()
+  mkdirSync(join(root, ".bench"), { recursive: true })
+  if (onPostgres) pg = await preparePostgresDataset()
+  const db = onPostgres ? "" : await prepareDatabase()
   const work = mkdtempSync(join(root, ".bench", "run-"))
   process.on("exit", () => rmSync(work, { recursive: true, force: true }))
 
@@ -439,8 +572,10 @@ const main = async () => {
   await verify(project, baseline)
   const peakPerEndpoint = resetPeak(project.pid) && resetPeak(baseline.pid)
   const selected = (e: { readonly name: string }) => flags.only === undefined || e.name.includes(flags.only)
-  const rows = endpoints.filter(selected).map((e) => measure(project, baseline, e))
-  const deep = depth.filter(selected).map((e) => measure(project, baseline, e))
+  const rows: Array<Row> = []
+  for (const e of endpoints.filter(selected)) rows.push(await measure(project, baseline, e))
+  const deep: Array<Row> = []
+  for (const e of depth.filter(selected)) deep.push(await measure(project, baseline, e))
   const [page1, page10k] = deep
   stopAll()
 
@@ -450,13 +585,26 @@ const main = async () => {
       `${fmt(dataset.responsesPerSurvey)} responses (ten questions of every type, plus a section), and one survey ` +
       `of ${fmt(dataset.deepResponses)} responses for the cursor depth test. Load: wrk, 2 threads, ${connections} ` +
       `connections, ${rounds} rounds of ${seconds} s per server, alternating project/baseline; medians. ` +
-      `The load generator shares the machine's cores with the server under test.`,
+      `The load generator shares the machine's cores with the server under test` +
+      `${onPostgres ? ", and so does PostgreSQL" : ""}; load average ${loadAtStart} at the start, ${
+        loadavg()[0]?.toFixed(1) ?? "?"
+      } at the end.`,
     "",
-    "Storage layout, the same file for both servers (migration 0009): `responses` clustered by " +
-    "`(survey_id, created_at, id)` (`WITHOUT ROWID`), each row carrying its answers rendered in wire form " +
-    "(`answers_json`, used while current for the survey's questions). A responses page is one statement on " +
-    "both sides: the service builds the page's JSON text in one pass over value rows and hands it to the " +
-    "platform as it is; the baseline does the same with plain `bun:sqlite` and `Bun.serve`.",
+    ...(onPostgres
+      ? [
+        "Both servers on one throwaway PostgreSQL cluster (127.0.0.1, `fsync` off), each on its own copy of " +
+        "the imported dataset, with a pool of 10 connections. The baseline is plain `Bun.serve` and the `pg` " +
+        "driver with prepared statements (scripts/bench/pgBaseline.ts). PostgreSQL CPU is the user + system " +
+        "CPU time of the backends serving each server's database (/proc), per answered request; statements per " +
+        "request are counted by `pg_stat_statements`, transaction control included."
+      ]
+      : [
+        "Storage layout, the same file for both servers (migration 0009): `responses` clustered by " +
+        "`(survey_id, created_at, id)` (`WITHOUT ROWID`), each row carrying its answers rendered in wire form " +
+        "(`answers_json`, used while current for the survey's questions). A responses page is one statement on " +
+        "both sides: the service builds the page's JSON text in one pass over value rows and hands it to the " +
+        "platform as it is; the baseline does the same with plain `bun:sqlite` and `Bun.serve`."
+      ]),
     "",
     ...table(rows),
     "",
@@ -498,8 +646,9 @@ const main = async () => {
 
   if (!flags["no-write"] && !flags.otel && !flags.metrics && flags.only === undefined) {
     const doc = join(root, "docs", "performance.md")
-    const begin = "<!-- bench:read:begin -->"
-    const end = "<!-- bench:read:end -->"
+    const marker = onPostgres ? "bench:read-pg" : "bench:read"
+    const begin = `<!-- ${marker}:begin -->`
+    const end = `<!-- ${marker}:end -->`
     const block = `${begin}\n${lines.join("\n")}\n${end}`
     const current = existsSync(doc) ? readFileSync(doc, "utf8") : `# Performance\n\n${begin}\n${end}\n`
     const from = current.indexOf(begin)
@@ -513,4 +662,7 @@ const main = async () => {
   }
 }
 
-await main().finally(stopAll)
+await main().finally(() => {
+  stopAll()
+  pg?.stop()
+})

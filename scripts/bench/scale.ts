@@ -8,6 +8,10 @@
  *
  *   bun run bench:scale [-- --seconds 5 --connections 32 --surveys 20 --responses 500]
  *
+ * Completions are measured to one survey, and spread over 20 surveys taken in turn by each request:
+ * saves of one survey take turns on its change clock (src/Responses/ChangeClockRepo.ts), saves of
+ * different surveys do not.
+ *
  * `--only completions` (or `reads`) keeps one kind of workload; `--databases pg` (or `sqlite`) one
  * storage; `--against <git ref>` also builds the binary of that commit (from `git archive`, with
  * this checkout's node_modules) and measures it in the same cells, alternating with this one, so
@@ -51,18 +55,21 @@ if (!existsSync("/usr/bin/wrk")) {
   process.exit(1)
 }
 
-// A survey of one free-text question for the completions, beside the read dataset.
-const COMPLETION_SURVEY = "srv_scale_completions"
+// Surveys of one free-text question for the completions, beside the read dataset: the first takes
+// the one-survey cell, all of them the cell spread over surveys.
+const SPREAD = 20
+const completionSurvey = (n: number) => n === 1 ? "srv_scale_completions" : `srv_scale_completions_${n}`
+const completionQuestion = (n: number) => n === 1 ? "q_scale_text" : `q_scale_text_${n}`
 const completionFixture = {
-  surveys: [{
-    id: COMPLETION_SURVEY,
+  surveys: Array.from({ length: SPREAD }, (_, i) => ({
+    id: completionSurvey(i + 1),
     workspaceId: "ws_bench",
     title: "Completions",
     status: "published",
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt: "2026-01-01T00:00:00.000Z",
-    questions: [{ id: "q_scale_text", type: "textarea", label: "Say", order: 1 }]
-  }]
+    questions: [{ id: completionQuestion(i + 1), type: "textarea", label: "Say", order: 1 }]
+  }))
 }
 
 interface Workload {
@@ -72,21 +79,35 @@ interface Workload {
   readonly script?: (dir: string, server: Server) => Promise<string>
 }
 
-const completion = async (dir: string, server: Server) => {
-  const page = await fetch(`${server.url}/s/${COMPLETION_SURVEY}`, { headers: { accept: "application/json" } })
+/** A respondent token for survey `n` from `server`'s survey page. */
+const respondentToken = async (server: Server, n: number) => {
+  const page = await fetch(`${server.url}/s/${completionSurvey(n)}`, { headers: { accept: "application/json" } })
   const body: unknown = await page.json()
   const token = typeof body === "object" && body !== null && "respondentToken" in body && typeof body.respondentToken === "string"
     ? body.respondentToken
     : ""
   if (token === "") throw new Error(`no respondent token from ${server.url}`)
-  const file = join(dir, `complete-${server.pid}.lua`)
+  return token
+}
+
+const completionBody = (n: number) =>
+  JSON.stringify({ answers: [{ questionId: completionQuestion(n), values: ["hello"] }], finished: true })
+
+/** wrk's script for completions to the first `surveys` surveys, taken in turn by each request. */
+const completions = (surveys: number) => async (dir: string, server: Server) => {
+  const tokens: Array<string> = []
+  for (let n = 1; n <= surveys; n++) tokens.push(await respondentToken(server, n))
+  const file = join(dir, `complete-${surveys}-${server.pid}.lua`)
   writeFileSync(
     file,
     [
-      `wrk.method = "POST"`,
-      `wrk.headers["Authorization"] = "Bearer ${token}"`,
-      `wrk.headers["Content-Type"] = "application/json"`,
-      `wrk.body = '${JSON.stringify({ answers: [{ questionId: "q_scale_text", values: ["hello"] }], finished: true })}'`
+      `local tokens = { ${tokens.map((t) => JSON.stringify(t)).join(", ")} }`,
+      `local bodies = { ${tokens.map((_, i) => `'${completionBody(i + 1)}'`).join(", ")} }`,
+      "local i = 0",
+      "request = function()",
+      "  i = i % #tokens + 1",
+      `  return wrk.format("POST", nil, { ["Authorization"] = "Bearer " .. tokens[i], ["Content-Type"] = "application/json" }, bodies[i])`,
+      "end"
     ].join("\n")
   )
   return file
@@ -96,7 +117,12 @@ const allWorkloads: ReadonlyArray<Workload> = [
   { name: "GET /surveys/{id}", path: `/api/v1/surveys/${surveyId(1)}` },
   { name: "GET /surveys/{id}/responses (25)", path: `/api/v1/surveys/${surveyId(1)}/responses?limit=25` },
   { name: "GET /surveys/{id}/analytics", path: `/api/v1/surveys/${surveyId(1)}/analytics` },
-  { name: "POST /respond/v1/responses (completion)", path: "/respond/v1/responses", script: completion }
+  { name: "POST /respond/v1/responses (completion)", path: "/respond/v1/responses", script: completions(1) },
+  {
+    name: `POST /respond/v1/responses (completion, ${SPREAD} surveys in turn)`,
+    path: "/respond/v1/responses",
+    script: completions(SPREAD)
+  }
 ]
 const workloads = allWorkloads.filter((w) =>
   args.only === undefined || (args.only === "completions") === (w.script !== undefined)

@@ -42,11 +42,16 @@ export const makePgUsageStore = Effect.gen(function*() {
     execute: ({ accountId, after }) =>
       sql`SELECT at_ms, count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after} ORDER BY at_ms`
   })
-  const burstCount = SqlSchema.single({
-    Request: AccountAfter,
-    Result: Count,
-    execute: ({ accountId, after }) =>
-      sql`SELECT COALESCE(SUM(count), 0) AS count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after}`
+  // The three counts in one round trip.
+  const allCounts = SqlSchema.single({
+    Request: Schema.Struct({ accountId: Schema.String, day: Schema.String, month: Schema.String, after: Schema.Number }),
+    Result: Schema.Struct({ today: Schema.Number, thisMonth: Schema.Number, inBurst: Schema.Number }),
+    execute: ({ accountId, after, day, month }) =>
+      sql`SELECT
+            COALESCE((SELECT count FROM usage_daily WHERE account_id = ${accountId} AND day = ${day}), 0) AS today,
+            (SELECT COALESCE(SUM(count), 0) FROM usage_daily
+              WHERE account_id = ${accountId} AND day >= ${`${month}-01`} AND day <= ${`${month}-31`}) AS this_month,
+            (SELECT COALESCE(SUM(count), 0) FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after}) AS in_burst`
   })
   // A write, so that the row stays locked until commit.
   const lockDay = SqlSchema.single({
@@ -70,12 +75,11 @@ export const makePgUsageStore = Effect.gen(function*() {
     })
 
   const counts = (accountId: string, now: number, windowMs: number) =>
-    Effect.gen(function*() {
-      const today = yield* todayCount(accountId, now)
-      const thisMonth = yield* monthCount({ accountId, month: utcMonth(now) })
-      const inBurst = yield* burstCount({ accountId, after: now - windowMs })
-      return { today, thisMonth: thisMonth.count, inBurst: inBurst.count } satisfies UsageCounts
-    }).pipe(busyOrDie, Effect.withSpan("UsageStore.counts"))
+    allCounts({ accountId, day: utcDay(now), month: utcMonth(now), after: now - windowMs }).pipe(
+      Effect.map((row): UsageCounts => row),
+      busyOrDie,
+      Effect.withSpan("UsageStore.counts")
+    )
 
   const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
     Effect.gen(function*() {
@@ -90,9 +94,12 @@ export const makePgUsageStore = Effect.gen(function*() {
       const { days, stamps, windows } = aggregate(decider.decide(reloaded))
       const prune = pruning(lastPruned, windows, now)
       if (days.length > 0) {
-        yield* sql`INSERT INTO usage_daily ${sql.insert(days)}
-            ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`
-        yield* sql`INSERT INTO usage_burst ${sql.insert(stamps)}
+        // Both tables in one statement: one round trip less while the accounts' day rows are locked.
+        yield* sql`WITH added AS (
+              INSERT INTO usage_daily ${sql.insert(days)}
+              ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count
+            )
+            INSERT INTO usage_burst ${sql.insert(stamps)}
             ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
       }
       for (const p of prune) {

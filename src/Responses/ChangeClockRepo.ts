@@ -26,8 +26,8 @@ const millisOf = (instant: string | null): number => {
 const Stamped = rowShape({ at: column.text("at") })
 const Latest = rowShape({ last: column.nullableText("last") })
 
-/** The response's columns that take the change's instant `at`. */
-const stamps = (sql: SqlClient.SqlClient, change: Change, at: string) =>
+/** The response's columns that take the change's instant `at` (a value, or on PostgreSQL the statement's own). */
+const stamps = (sql: SqlClient.SqlClient, change: Change, at: string | Statement.Fragment) =>
   sql`updated_at = ${at}${change.created ? sql`, created_at = ${at}` : sql``}${
     change.completed ? sql`, completed = 1, completed_at = ${at}` : sql``
   }`
@@ -41,35 +41,38 @@ const stamps = (sql: SqlClient.SqlClient, change: Change, at: string) =>
 const following = (sql: SqlClient.SqlClient, last: Statement.Fragment, now: string) =>
   sql`to_char(GREATEST(${now}::timestamptz, NULLIF(${last}, '')::timestamptz + interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
-/** PostgreSQL: two statements, the survey's clock row locked by the first until commit. */
+/** PostgreSQL: one statement, the survey's clock row locked by it until commit. */
 const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
   Effect.gen(function*() {
     const { responseId, surveyId } = change
-    // One statement locks the clock row and records the instant; the first save through the
-    // service follows the survey's imported responses. A save waiting here has written only
-    // to its own rows: it holds nothing that the aggregator's or another survey's writers wait
-    // for (the aggregator's `LOCK TABLE response_changes IN SHARE MODE` waits for every
-    // transaction that wrote a change row, src/Sql/Dialect.ts `readSettled`).
+    // One statement locks the clock row, records the instant and writes what takes it: from here
+    // to commit the survey's other saves wait, so nothing else runs in between. The first save
+    // through the service follows the survey's imported responses. A save waiting here has
+    // written only to its own rows: it holds nothing that the aggregator's or another survey's
+    // writers wait for (the aggregator's `LOCK TABLE response_changes IN SHARE MODE` waits for
+    // every transaction that wrote a change row, src/Sql/Dialect.ts `readSettled`). Every part
+    // after the clock reads its instant, so the clock row is always locked before the survey row.
     const imported = sql`(SELECT MAX(updated_at) FROM responses WHERE survey_id = ${surveyId} AND id <> ${responseId})`
-    const rows = yield* sql`INSERT INTO response_clock AS c (survey_id, last_updated_at)
-          VALUES (${surveyId}, ${following(sql, imported, now)})
-          ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = ${following(sql, sql`c.last_updated_at`, now)}
-          RETURNING c.last_updated_at AS at`.values
-    const row = rows[0]
-    if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
-    const at = Stamped.read(row).at
-    // Then the rest in one statement: the survey row is taken only now, after the clock row.
-    yield* sql`WITH stamped AS (
+    const at = sql`(SELECT at FROM clock)`
+    const rows = yield* sql`WITH clock AS (
+            INSERT INTO response_clock AS c (survey_id, last_updated_at)
+            VALUES (${surveyId}, ${following(sql, imported, now)})
+            ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = ${following(sql, sql`c.last_updated_at`, now)}
+            RETURNING c.last_updated_at AS at
+          ), stamped AS (
             UPDATE responses SET ${stamps(sql, change, at)} WHERE id = ${responseId} RETURNING id
           )${
       change.created
         ? sql`, counted AS (
-            UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId} RETURNING id
+            UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId} AND ${at} IS NOT NULL RETURNING id
           )`
         : sql``
     }
-          INSERT INTO response_changes (response_id, survey_id, changed_at) VALUES (${responseId}, ${surveyId}, ${at})`
-    return at
+          INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT ${responseId}, ${surveyId}, at FROM clock
+          RETURNING changed_at AS at`.values
+    const row = rows[0]
+    if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
+    return Stamped.read(row).at
   })
 
 /** SQLite holds one write transaction at a time: reading and recording need no lock. */

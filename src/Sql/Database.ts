@@ -10,6 +10,7 @@ import { AppConfig, type AppSettings } from "../Config.js"
 import { poolConnections, poolWaiting } from "../Telemetry/Metrics.js"
 import { isSqliteBusy } from "./Busy.js"
 import { LIFT_STATEMENT_TIMEOUT } from "./Dialect.js"
+import { pgParsers } from "./PgText.js"
 
 /**
  * A name transform remembered per name: the client renames every column of every row it reads,
@@ -99,23 +100,6 @@ const SqliteLive = (path: string, busyTimeoutMs: number) => {
     ),
     Layer.provide(Reactivity.layer)
   )
-}
-
-/**
- * How PostgreSQL values arrive, by type oid (text format). Instants are stored as ISO text
- * (the same strings on both databases), so no date type is parsed; 64-bit integers (sequence
- * numbers, epoch milliseconds, counts and sums) and numerics become numbers, as SQLite gives
- * them; every other type stays the text PostgreSQL sent.
- */
-const pgParsers: Record<number, (value: string) => unknown> = {
-  16: (value) => value === "t", // bool
-  20: Number, // int8
-  21: Number, // int2
-  23: Number, // int4
-  26: Number, // oid
-  700: Number, // float4
-  701: Number, // float8
-  1700: Number // numeric
 }
 
 const pgTypes: Pg.CustomTypesConfig = {
@@ -371,19 +355,28 @@ const refuseOverridingUrl = (url: Redacted.Redacted<string>) =>
  * either (a connection the pool hands to a fiber that stopped waiting would never go back);
  * it ends when one is free or after the pool's acquire timeout.
  */
-const steadyPgClient = (url: Redacted.Redacted<string>, pool: PoolSettings, watched = false) =>
+const steadyPgClient = (url: Redacted.Redacted<string>, settings: PoolSettings, watched = false) =>
   Effect.gen(function*() {
     yield* refuseOverridingUrl(url)
-    const base = yield* PgClient.fromPool(pgClientOptions(url, pool, watched))
+    const options = pgClientOptions(url, settings, watched)
+    const pool = yield* options.acquire
+    const base = yield* PgClient.fromPool({ ...options, acquire: Effect.succeed(pool) })
     const connection = Effect.map(Effect.uninterruptible(base.reserve), steady)
-    return yield* SqlClient.make({
+    const client = yield* SqlClient.make({
       acquirer: connection,
       transactionAcquirer: connection,
       compiler: PgClient.makeCompiler(camelToSnake, false),
       transformRows: Statement.defaultTransforms(snakeToCamel, false).array,
       spanAttributes: [["db.system.name", "postgresql"]]
     })
+    poolOfClient.set(client, pool)
+    return client
   })
+
+const poolOfClient = new WeakMap<SqlClient.SqlClient, Pg.Pool>()
+
+/** The pool behind a PostgreSQL client of the service (src/Sql/Reader.ts runs its reads on it). */
+export const pgPoolOf = (client: SqlClient.SqlClient): Pg.Pool | undefined => poolOfClient.get(client)
 
 /** The PostgreSQL database at `url`: a pool of connections, checked once at start-up. */
 const PgLive = (url: Redacted.Redacted<string>, pool: PoolSettings, watched: boolean) =>

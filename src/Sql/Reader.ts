@@ -1,8 +1,10 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient, type SqlConnection, type SqlError } from "@effect/sql"
+import { SqlClient, type SqlConnection, SqlError } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Effect, Option } from "effect"
+import type * as Pg from "pg"
 import { AppConfig } from "../Config.js"
+import { pgPoolOf } from "./Database.js"
 import { dialectOf, toNumbered } from "./Dialect.js"
 
 export type ValueRows = ReadonlyArray<ReadonlyArray<unknown>>
@@ -25,18 +27,78 @@ export const placeholders = (count: number): string =>
  * its own writes. An in-memory database cannot be opened twice: there every read takes the
  * shared connection as a statement would.
  *
- * On PostgreSQL there is no such connection: reads go through the pool like every statement
- * (the texts' `?` placeholders numbered as PostgreSQL expects).
+ * On PostgreSQL a statement outside a transaction takes a connection from the client's pool
+ * itself, runs, and gives it back (`pooled`): the same pool, the same bound on waiting for a
+ * connection, the same errors, without the client's acquisition machinery; inside a transaction
+ * it runs on the transaction's connection. The texts' `?` placeholders are numbered as PostgreSQL
+ * expects.
  */
+type Run = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ValueRows, SqlError.SqlError>
+
+// With telemetry exported, each statement is a span as the client's own statements are; without,
+// the request path does not even build one.
+const spanned = (run: Run, system: string): Run => (text, params) =>
+  run(text, params).pipe(
+    Effect.withSpan("sql.execute", {
+      kind: "client",
+      captureStackTrace: false,
+      attributes: { "db.system.name": system, "db.query.text": text }
+    })
+  )
+
+/**
+ * Measured shortcut (docs/architecture.md#the-readers-own-connection): one statement on a
+ * connection of `pool`, taken and given back around it, failing as `@effect/sql-pg` fails (the
+ * same messages, so src/Sql/Busy.ts reads them alike). Once sent, a statement runs to its end
+ * even when the fiber waiting for it is interrupted, as every statement of the service does
+ * (src/Sql/Database.ts `steady`): the connection goes back to the pool when the answer arrives.
+ */
+const pooled = (pool: Pg.Pool, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
+  Effect.async<ValueRows, SqlError.SqlError>((resume) => {
+    pool.connect((cause, client, release) => {
+      if (cause !== undefined && cause !== null) {
+        return resume(Effect.fail(new SqlError.SqlError({ cause, message: "Failed to acquire connection" })))
+      }
+      if (client === undefined) {
+        return resume(
+          Effect.fail(new SqlError.SqlError({ cause: new Error("No client returned"), message: "Failed to acquire connection" }))
+        )
+      }
+      let done = false
+      const lost = (error: Error) => {
+        if (done) return
+        done = true
+        release(error)
+        resume(Effect.fail(new SqlError.SqlError({ cause: error, message: "Connection error" })))
+      }
+      client.once("error", lost)
+      client.query<Array<unknown>>({ text, values: [...params], rowMode: "array" }, (error, result) => {
+        client.off("error", lost)
+        if (done) return
+        done = true
+        release()
+        resume(
+          error === null || error === undefined
+            ? Effect.succeed(result.rows)
+            : Effect.fail(new SqlError.SqlError({ cause: error, message: "Failed to execute statement" }))
+        )
+      })
+    })
+  })
+
 export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
     const shared = yield* SqlClient.SqlClient
 
     if (dialectOf(shared) === "pg") {
-      const values = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
-        shared.unsafe(toNumbered(text), params).values
-      return { values } as const
+      const pool = pgPoolOf(shared)
+      const run = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
+        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
+          if (Option.isSome(transaction)) return transaction.value[0].executeValues(toNumbered(text), params)
+          return pool === undefined ? shared.unsafe(toNumbered(text), params).values : pooled(pool, toNumbered(text), params)
+        })
+      return { values: config.telemetry === undefined ? run : spanned(run, "postgresql") } as const
     }
 
     const own: Option.Option<SqlConnection.Connection> = config.databasePath === ":memory:"
@@ -61,17 +123,6 @@ export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
         return Option.isSome(own) ? own.value.executeValues(text, params) : onShared(text, params)
       })
 
-    // With telemetry exported, each statement is a span as the client's own statements are; without,
-    // the request path does not even build one.
-    const values = config.telemetry === undefined ? run : (text: string, params: ReadonlyArray<unknown>) =>
-      run(text, params).pipe(
-        Effect.withSpan("sql.execute", {
-          kind: "client",
-          captureStackTrace: false,
-          attributes: { "db.system.name": "sqlite", "db.query.text": text }
-        })
-      )
-
-    return { values } as const
+    return { values: config.telemetry === undefined ? run : spanned(run, "sqlite") } as const
   })
 }) {}
