@@ -192,6 +192,9 @@ export const surveyJson = (r: SurveyRow) =>
     JSON.stringify(r.created_at)
   },"updatedAt":${JSON.stringify(r.updated_at)}}`
 
+/** A survey's version as the `ETag` of its GET and of its questions: its `updatedAt` in milliseconds, base 36. */
+export const surveyEtag = (r: SurveyRow): Record<string, string> => ({ etag: `"${Date.parse(r.updated_at).toString(36)}"` })
+
 export const invalid = (requestId: string, path: string, message: string) =>
   new Answered(json(
     400,

@@ -53,6 +53,7 @@ import {
   responsesQuery,
   staleRows,
   surveyColumns,
+  surveyEtag,
   surveyJson,
   type SurveyRow,
   surveysQuery,
@@ -272,12 +273,12 @@ const route = (request: Request, url: URL, requestId: string): Response => {
   }
   const key = authenticate(request, requestId)
   const headers = countRequest(key, requestId)
-  const ok = (body: string) => json(200, body, requestId, headers)
+  const ok = (body: string, extra: Record<string, string> = {}) => json(200, body, requestId, { ...headers, ...extra })
   const surveyId = parts[1] === undefined ? undefined : decodeURIComponent(parts[1])
   if (surveyId === undefined) return ok(listSurveys(key, url.searchParams, requestId))
   const survey = requireSurvey(key, surveyId, requestId)
-  if (parts.length === 2) return ok(surveyJson(survey))
-  if (parts[2] === "questions" && parts.length === 3) return ok(listQuestions(surveyId))
+  if (parts.length === 2) return ok(surveyJson(survey), surveyEtag(survey))
+  if (parts[2] === "questions" && parts.length === 3) return ok(listQuestions(surveyId), surveyEtag(survey))
   if (parts[2] === "analytics" && parts.length === 3) return ok(analyticsJson(analyticsSnapshot.values(surveyId)))
   if (parts[2] === "responses" && parts.length === 3) return ok(listResponses(surveyId, url.searchParams, requestId))
   if (parts[2] === "responses" && parts[3] !== undefined) {

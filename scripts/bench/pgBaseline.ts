@@ -284,13 +284,13 @@ const route = async (request: Request, url: URL, requestId: string): Promise<Res
   }
   const key = await authenticate(request, requestId)
   const headers = await countRequest(key, requestId)
-  const ok = (body: string) => Wire.json(200, body, requestId, headers)
+  const ok = (body: string, extra: Record<string, string> = {}) => Wire.json(200, body, requestId, { ...headers, ...extra })
   const surveyId = parts[1] === undefined ? undefined : decodeURIComponent(parts[1])
   if (surveyId === undefined) return ok(await listSurveys(key, url.searchParams, requestId))
   const survey = await requireSurvey(key, surveyId, requestId)
-  if (parts.length === 2) return ok(Wire.surveyJson(survey))
+  if (parts.length === 2) return ok(Wire.surveyJson(survey), Wire.surveyEtag(survey))
   if (parts[2] === "questions" && parts.length === 3) {
-    return ok(`{"data":[${(await rows<Wire.QuestionRow>(pool, questionsSql, [surveyId])).map(Wire.questionJson).join(",")}]}`)
+    return ok(`{"data":[${(await rows<Wire.QuestionRow>(pool, questionsSql, [surveyId])).map(Wire.questionJson).join(",")}]}`, Wire.surveyEtag(survey))
   }
   if (parts[2] === "analytics" && parts.length === 3) {
     return ok(Wire.analyticsJson(await valueRows<ReadonlyArray<unknown>>(pool, analyticsSnapshotSql, [surveyId])))
