@@ -20,6 +20,8 @@ describe("docs/api.md: testing on a simulated clock", () => {
   it.live("runs as written: eight failing attempts over six simulated days, then the disable", () =>
     Effect.gen(function*() {
       const script = documentedScript()
+      const absent = ["curl", "jq", "python3"].filter((tool) => Bun.which(tool) === null)
+      expect(absent, `the documented script needs ${absent.join(", ")} (.ci/run installs curl and jq)`).toEqual([])
       // On the PostgreSQL pass the same script runs on a database of the test cluster: DATABASE_URL wins over --db.
       const url = testDatabase === "postgres" ? yield* postgresDatabase(undefined, { migrated: false }) : undefined
       const env = {
