@@ -55,7 +55,8 @@ const NoLimiter = Layer.mergeAll(
     RateLimiter,
     RateLimiter.of({
       admit: () => Effect.void,
-      usage: () => Effect.dieMessage("the baseline does not report usage")
+      usage: () => Effect.dieMessage("the baseline does not report usage"),
+      usedToday: () => Effect.dieMessage("the baseline does not report usage")
     })
   ),
   Layer.succeed(KeyAdmission, KeyAdmission.of({ admit: () => Effect.void }))

@@ -194,5 +194,12 @@ export const makeBatching = (options: BatchingOptions) => Effect.gen(function*()
     return yield* store.counts(key.accountId, now, burstWindowMs(key.quota))
   })
 
-  return { decide, counts } as const
+  /**
+   * The stored count of the UTC day holding `now`: every request this process answered was
+   * stored before it was answered, and so was every other process's, so the stored count is
+   * exact. Nothing in memory is consulted.
+   */
+  const today = (key: Admittee, now: number) => store.dayCount(key.accountId, now)
+
+  return { decide, counts, today } as const
 })

@@ -33,8 +33,14 @@ export interface RateLimiterShape {
    * stored; the request then counts nowhere.
    */
   readonly admit: (key: ApiKeyContext) => Effect.Effect<void, RateLimited | ServiceUnavailable>
-  /** The quota of the key's creator as it stands now. */
+  /** The quota of the key's creator as it stands now: its stored day, month and burst-window counts. */
   readonly usage: (key: ApiKeyContext) => Effect.Effect<UsageReport, ServiceUnavailable>
+  /**
+   * The stored count of the UTC day holding `now` for the key's creator: what GET /usage shows of
+   * the counters (api-v1 §2.9 reports no month or burst-window count). One indexed read, however
+   * many requests the burst window holds.
+   */
+  readonly usedToday: (key: ApiKeyContext, now: number) => Effect.Effect<number, ServiceUnavailable>
 }
 
 const headersOf = (headers: RateLimitHeaders, retryAfterSeconds?: number): Record<string, string> => {
@@ -107,7 +113,7 @@ export const makeRateLimiterWith = (options: LimiterOptions) => Effect.gen(funct
     } satisfies UsageReport
   })
 
-  return { admit, usage } as const
+  return { admit, usage, usedToday: batching.today } as const
 })
 
 /** The request quota's limiter: exact to the millisecond, every account's counters kept in memory. */
