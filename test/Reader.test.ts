@@ -104,6 +104,24 @@ layer(TestDatabase())("Reader on a database file", (it) => {
       expect(yield* probeIds).toEqual(["pending"])
     }))
 
+  it.effect.skipIf(testDatabase !== "postgres")(
+    "a statement prepared on every connection reads the new column type after a migration changes it",
+    () =>
+      Effect.gen(function*() {
+        const sql = yield* freshProbe
+        yield* sql`ALTER TABLE probe ADD COLUMN n INTEGER`.pipe(Effect.orDie)
+        yield* sql`INSERT INTO probe (id, n) VALUES ('a', 7)`.pipe(Effect.orDie)
+        const reader = yield* Reader
+        const read = reader.values("SELECT n FROM probe WHERE id = ?", ["a"]).pipe(Effect.orDie)
+        // Ten reads at once take every connection of the pool, each preparing the statement.
+        const before = yield* Effect.all(Array.from({ length: 10 }, () => read), { concurrency: "unbounded" })
+        expect(before.map((rows) => rows[0]?.[0])).toEqual(Array.from({ length: 10 }, () => 7))
+        yield* sql`ALTER TABLE probe ALTER COLUMN n TYPE TEXT USING 'seven'`.pipe(Effect.orDie)
+        const after = yield* Effect.all(Array.from({ length: 10 }, () => read), { concurrency: "unbounded" })
+        expect(after.map((rows) => rows[0]?.[0])).toEqual(Array.from({ length: 10 }, () => "seven"))
+      })
+  )
+
   it.effect.skipIf(testDatabase === "postgres")("a new database file is in WAL mode with 8 KiB pages", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
