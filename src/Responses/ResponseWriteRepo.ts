@@ -53,21 +53,23 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
           (started) => started.length > 0
         ),
       /** Stores a new response, not completed, and the token that started it. */
-      start: (response: StartedResponse): Effect.Effect<void, DatabaseError> =>
-        Effect.gen(function*() {
-          yield* sql`INSERT INTO responses ${
-            sql.insert({
-              id: response.id,
-              surveyId: response.surveyId,
-              externalUserId: response.externalUserId,
-              completed: 0,
-              completedAt: null,
-              createdAt: response.draftedAt,
-              updatedAt: response.draftedAt
-            })
-          }`
-          yield* sql`INSERT INTO respondent_responses ${sql.insert({ responseId: response.id, tokenHash: response.tokenHash })}`
-        }),
+      start: (response: StartedResponse): Effect.Effect<void, DatabaseError> => {
+        const row = sql.insert({
+          id: response.id,
+          surveyId: response.surveyId,
+          externalUserId: response.externalUserId,
+          completed: 0,
+          completedAt: null,
+          createdAt: response.draftedAt,
+          updatedAt: response.draftedAt
+        })
+        const owner = sql.insert({ responseId: response.id, tokenHash: response.tokenHash })
+        return dialect.choose({
+          sqlite: () => Effect.zipRight(sql`INSERT INTO responses ${row}`, sql`INSERT INTO respondent_responses ${owner}`),
+          // One round trip: the owner row's key refers to the response inserted beside it.
+          pg: () => sql`WITH started AS (INSERT INTO responses ${row} RETURNING id) INSERT INTO respondent_responses ${owner}`
+        }).pipe(Effect.asVoid)
+      },
       /**
        * The response `id` of this survey if this token started it, locked until commit: a
        * deletion of the response in flight commits first and the save then finds nothing, or
@@ -85,17 +87,25 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
             WHERE r.id = ${id} AND r.survey_id = ${surveyId} AND o.token_hash = ${tokenHash}${dialect.lockRows("r")}`.values,
           (found) => Option.map(Option.fromNullable(found[0]), Saved.read)
         ),
-      /** Stores the answers in their stored form; an answer without values removes the question's answer. */
+      /**
+       * Stores the answers in their stored form; an answer without values removes the question's
+       * answer. At most two statements, however many answers (validation refuses a question
+       * answered twice in one save, so no row is written twice by one statement).
+       */
       storeAnswers: (responseId: ResponseId, answers: ReadonlyArray<CheckedAnswer>): Effect.Effect<void, DatabaseError> =>
-        Effect.forEach(answers, (answer) =>
-          answer.values.length === 0
-            ? sql`DELETE FROM answers WHERE response_id = ${responseId} AND question_id = ${answer.questionId}`
-            : sql`INSERT INTO answers (response_id, question_id, value, "values")
-              VALUES (${responseId}, ${answer.questionId}, ${storedValue(answer.type, answer.values)}, ${
-              JSON.stringify(answer.values)
-            })
-              ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`, {
-          discard: true
+        Effect.gen(function*() {
+          const removed = answers.filter((answer) => answer.values.length === 0).map((answer) => answer.questionId)
+          const kept = answers.filter((answer) => answer.values.length > 0)
+          if (removed.length > 0) {
+            yield* sql`DELETE FROM answers WHERE response_id = ${responseId} AND ${sql.in("question_id", removed)}`
+          }
+          if (kept.length > 0) {
+            const rows = kept.map((answer) =>
+              sql`(${responseId}, ${answer.questionId}, ${storedValue(answer.type, answer.values)}, ${JSON.stringify(answer.values)})`
+            )
+            yield* sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${sql.join(", ", false)(rows)}
+              ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`
+          }
         }),
       /** Renders the response's answers again (src/Responses/AnswerDocuments.ts). */
       renderAnswers: (responseId: ResponseId): Effect.Effect<void, DatabaseError> =>
