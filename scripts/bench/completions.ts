@@ -442,7 +442,9 @@ const main = async () => {
     `Load: wrk, ${connections} connections over each server's processes, ${rounds} rounds of ${seconds} s per server after a 1 s warm-up, ` +
     `alternating project/baseline; medians. Both servers on one throwaway PostgreSQL cluster (127.0.0.1, \`fsync\` off), each ` +
     `on its own copy of the dataset (${dataset.surveys} surveys × ${fmt(dataset.responsesPerSurvey)} responses, and the ${SPREAD} ` +
-    `completion surveys), pools of 10 connections per process. wrk and PostgreSQL share the machine's cores with the servers; ` +
+    `completion surveys), pools of 10 connections per process. The project is this checkout's binary, with the change clock it ` +
+    `has (src/Responses/ChangeClockRepo.ts); the baseline has the announced clock described above. ` +
+    `wrk and PostgreSQL share the machine's cores with the servers; ` +
     `load average ${loadAtStart} at the start, ${loadNow()} at the end.`,
     "",
     ...table(rows),
@@ -450,7 +452,8 @@ const main = async () => {
     "Ratios are baseline / project: req/s above 1 means the baseline answers more, CPU below 1 that it spends less. CPU µs/req is " +
     "the user + system CPU time (/proc) of the server's processes, and of the PostgreSQL backends serving its database, over a " +
     "round divided by the requests answered; statements per request are counted by `pg_stat_statements` over the warm-up and " +
-    "the rounds, transaction control and the service's background work included."
+    "the rounds, transaction control and the service's background work included (the requests still in flight when a round " +
+    "ends ran but are not counted, so the figure is a little high; the baseline runs 5 per completion)."
   ]
   console.log(`\n${lines.join("\n")}`)
 
