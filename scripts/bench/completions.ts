@@ -20,7 +20,7 @@
  * It prints figures and never fails on timing: the machines are shared and noisy.
  */
 import { createHash } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
@@ -57,6 +57,9 @@ const dataset = { surveys: 20, responsesPerSurvey: 500, deepResponses: 0 }
 const serviceEnv = { RESPONDENT_LIMIT_PER_ADDRESS: "1000000", RESPONDENT_LIMIT_PER_SURVEY: "1000000" }
 
 requireWrk("bench:completions")
+/** The throwaway cluster, once started: stopped at the end, and on Ctrl-C before the servers' handler exits. */
+let pg: PgDatabases | undefined
+process.once("SIGINT", () => pg?.stop())
 const { children, stopAll } = spawnedProcesses()
 
 const run = (cmd: Array<string>) => {
@@ -205,6 +208,7 @@ const checkParity = async (pg: PgDatabases, project: Server, baseline: Server, t
     { name: "an unknown field", token, body: JSON.stringify({ answers: [], finished: true, extra: 1 }) },
     { name: "a value of the wrong type", token, body: JSON.stringify({ answers: [{ questionId: question, values: "x" }] }) },
     { name: "a body that is not JSON", token, body: "{" },
+    { name: "a body nested too deep", token, body: `{"answers":${"[".repeat(70)}${"]".repeat(70)}}` },
     { name: "another content type", token, body: completionBody(1), contentType: "text/plain" }
   ]
   const created: Array<readonly [string, string]> = []
@@ -403,12 +407,10 @@ const prepare = async (work: string) => {
   }, (args) => void run([binary, ...args]))
 }
 
-let pg: PgDatabases | undefined
-
 const main = async () => {
   console.log("building the binary (bun run build)")
   run(["bun", "run", "build"])
-  run(["mkdir", "-p", join(root, ".bench")])
+  mkdirSync(join(root, ".bench"), { recursive: true })
   const work = mkdtempSync(join(tmpdir(), "bench-completions-"))
   process.on("exit", () => rmSync(work, { recursive: true, force: true }))
   pg = await prepare(work)
@@ -431,9 +433,9 @@ const main = async () => {
         rows.push(await measure(pg, sides, script(work, tokens, surveys), name))
       }
     } finally {
+      const running = [...children]
       stopAll()
-      for (const child of children) await child.exited
-      children.clear()
+      await Promise.all(running.map((child) => child.exited))
     }
   }
 

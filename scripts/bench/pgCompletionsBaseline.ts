@@ -1,8 +1,10 @@
 /**
  * The raw baseline of the completions benchmark on PostgreSQL (scripts/bench/completions.ts):
  * `POST /respond/v1/responses` with a survey page's token, on plain `Bun.serve` and the `pg`
- * driver (the driver under the service's `@effect/sql-pg`), no Effect. Statements are prepared
- * once per connection (named statements).
+ * driver (the driver under the service's `@effect/sql-pg`). Statements are prepared once per
+ * connection (named statements). No Effect runs on a completion's path; a refused request's body
+ * comes from the service's own errors (src/Domain/Errors.ts, src/Http/RequestErrors.ts), so that
+ * its bytes are the service's.
  *
  * The work per request and its guarantees are the service's (src/Respondents/Http.ts,
  * src/Responses/ResponseWriter.ts):
@@ -26,19 +28,23 @@
  *
  * Usage: bun scripts/bench/pgCompletionsBaseline.ts --port 8083 --database-url postgres://… [--pool 10]
  */
-import * as Pg from "pg"
+import { HttpApiError } from "@effect/platform"
+import { Effect, Either, Schema } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { parseArgs } from "node:util"
+import * as Pg from "pg"
 import { hashToken } from "../../src/Auth/Token.js"
 import { storedValue } from "../../src/Domain/AnswerValue.js"
+import { InvalidRequest, type Issue, Unauthorized } from "../../src/Domain/Errors.js"
 import { makeId, randomBase62 } from "../../src/Domain/Ids.js"
 import { StoredQuestionType } from "../../src/Domain/Question.js"
-import { exceedsJsonDepth, MAX_RESPONDENT_BODY_BYTES } from "../../src/Http/JsonBody.js"
+import { tokenRefused } from "../../src/Domain/Respondent.js"
+import { exceedsJsonDepth, isJsonContentType, MAX_RESPONDENT_BODY_BYTES, notJsonContentType, tooDeep, tooLarge } from "../../src/Http/JsonBody.js"
+import { toInvalidRequest } from "../../src/Http/RequestErrors.js"
 import { RESPONDENT_TOKEN_HOURS } from "../../src/Respondents/RespondentTokens.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "../../src/Responses/AnswerValidation.js"
 import { answerOrder, answersJson, responseJson } from "../../src/Responses/AnswerWire.js"
 import { MAX_TEXT_LENGTH, Submission } from "../../src/Responses/Submission.js"
-import { Either, ParseResult, Schema } from "effect"
 
 const { values: args } = parseArgs({
   options: { port: { type: "string", default: "8083" }, "database-url": { type: "string", default: "" }, pool: { type: "string", default: "10" } },
@@ -80,21 +86,14 @@ class Answered extends Error {
   }
 }
 
-interface Issue {
-  readonly path: string
-  readonly message: string
-}
+const encodeInvalid = Schema.encodeSync(InvalidRequest.Wire)
 
-const invalid = (message: string, issues: ReadonlyArray<Issue>) =>
-  new Answered(400, JSON.stringify({ code: "invalid_request", message, issues }))
+/** A 400 `invalid_request` answer with the service's body. */
+const refusedWith = (error: InvalidRequest) => new Answered(400, JSON.stringify(encodeInvalid(error)))
 
-const refused = new Answered(
-  401,
-  JSON.stringify({
-    code: "unauthorized",
-    message: "Send the respondentToken of a survey page as `Authorization: Bearer <respondentToken>`; it may have expired."
-  })
-)
+const invalid = (message: string, issues: ReadonlyArray<Issue>) => refusedWith(new InvalidRequest({ message, issues }))
+
+const refused = new Answered(401, JSON.stringify(Schema.encodeSync(Unauthorized.Wire)(tokenRefused())))
 
 // --- The token (src/Respondents/RespondentTokens.ts) --------------------------------------------
 
@@ -156,38 +155,17 @@ const submissionOf = (body: unknown): Submitted => {
   }
   const decoded = decodeSubmission(body)
   if (Either.isRight(decoded)) return decoded.right
-  const seen = new Set<string>()
-  const issues: Array<Issue> = []
-  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
-    const path = issue.path.map(String).join(".")
-    if (seen.has(path) || issues.length >= 20) continue
-    seen.add(path)
-    issues.push({ path, message: (issue.message.split("\n")[0] ?? "").slice(0, 300) })
-  }
-  const first = issues[0]
-  throw invalid(
-    first === undefined ? "The request is malformed." : `Invalid ${first.path === "" ? "request" : `\`${first.path}\``}: ${first.message}`,
-    issues
-  )
+  throw refusedWith(toInvalidRequest(Effect.runSync(HttpApiError.HttpApiDecodeError.fromParseError(decoded.left))))
 }
 const decodeSubmission = Schema.decodeUnknownEither(Submission, { errors: "all", onExcessProperty: "error" })
 
 const readBody = async (request: Request): Promise<Submitted> => {
   const contentType = request.headers.get("content-type")
-  if (contentType !== null && contentType.split(";")[0]?.trim().toLowerCase() !== "application/json") {
-    throw invalid("The request body must be JSON, sent with `Content-Type: application/json`.", [
-      { path: "", message: `expected content-type application/json, not ${JSON.stringify(contentType.slice(0, 100))}` }
-    ])
-  }
-  const tooLarge = invalid(`The request body exceeds ${MAX_RESPONDENT_BODY_BYTES} bytes.`, [
-    { path: "", message: `at most ${MAX_RESPONDENT_BODY_BYTES} bytes` }
-  ])
-  if (Number(request.headers.get("content-length")) > MAX_RESPONDENT_BODY_BYTES) throw tooLarge
+  if (contentType !== null && !isJsonContentType(contentType)) throw refusedWith(notJsonContentType(contentType))
+  if (Number(request.headers.get("content-length")) > MAX_RESPONDENT_BODY_BYTES) throw refusedWith(tooLarge(MAX_RESPONDENT_BODY_BYTES))
   const body = await request.text()
-  if (Buffer.byteLength(body) > MAX_RESPONDENT_BODY_BYTES) throw tooLarge
-  if (exceedsJsonDepth(body)) {
-    throw invalid("The request body nests arrays and objects deeper than 64 levels.", [{ path: "", message: "at most 64 levels of nesting" }])
-  }
+  if (Buffer.byteLength(body) > MAX_RESPONDENT_BODY_BYTES) throw refusedWith(tooLarge(MAX_RESPONDENT_BODY_BYTES))
+  if (exceedsJsonDepth(body)) throw refusedWith(tooDeep())
   let parsed: unknown
   try {
     parsed = JSON.parse(body)
