@@ -9,9 +9,13 @@
  * has its own copy of the dataset in one throwaway cluster (scripts/bench/PgDataset.ts, the dump
  * cached in .bench/).
  *
+ * Both sides count every completion against the respondent limits, lifted to 1,000,000 a minute.
+ *
  * Before the load, the two servers must agree: the same status, headers and body for a completion
- * (its response id masked) and for refused ones, and the same rows for one identical completion,
- * column by column with ids and instants masked. A difference stops the run.
+ * (its response id masked) and for refused ones, the same additions to the respondent counters
+ * (`usage_daily`, `usage_burst`) for each, the same 429 past each limit (servers started with it
+ * set to 1; the wait masked), and the same rows for one identical completion, column by column
+ * with ids and instants masked. A difference stops the run.
  *
  * Flags: --seconds N (5), --rounds N (3), --connections N (32), --only one|spread,
  * --processes 1|2, --no-write (leave docs/performance.md alone; implied by --only and
@@ -24,6 +28,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { Schema } from "effect"
 import * as Pg from "pg"
 import { completionBody, completionFixture, completionQuestion, completionScript, completionSurvey, respondentToken, SPREAD } from "./CompletionSurveys.js"
 import { writeDataset } from "./Dataset.js"
@@ -53,8 +58,9 @@ if (flags.processes !== undefined && flags.processes !== "1" && flags.processes 
 const spreads = [1, SPREAD].filter((n) => flags.only === undefined || (flags.only === "one") === (n === 1))
 const processCounts = [1, 2].filter((n) => flags.processes === undefined || Number(flags.processes) === n)
 const dataset = { surveys: 20, responsesPerSurvey: 500, deepResponses: 0 }
-// Every simulated respondent comes from 127.0.0.1 to one survey, far faster than real ones.
-const serviceEnv = { RESPONDENT_LIMIT_PER_ADDRESS: "1000000", RESPONDENT_LIMIT_PER_SURVEY: "1000000" }
+// Every simulated respondent comes from 127.0.0.1 to one survey, far faster than real ones: the
+// limits are lifted on both sides, which still count every completion against them.
+const limitsEnv = { RESPONDENT_LIMIT_PER_ADDRESS: "1000000", RESPONDENT_LIMIT_PER_SURVEY: "1000000" }
 
 requireWrk("bench:completions")
 /** The throwaway cluster, once started: stopped at the end, and on Ctrl-C before the servers' handler exits. */
@@ -108,21 +114,37 @@ const startOne = async (cmd: Array<string>, port: number, env: Record<string, st
   throw new Error(`${cmd.join(" ")} did not answer /healthz within 20 s`)
 }
 
+/** One process of each side, with the respondent limits `env` sets. */
+const startPair = async (pg: PgDatabases, env: Record<string, string>) => {
+  const port = freePort()
+  const project = await startOne([binary, "serve", "--database-url", pg.urlOf("project"), "--port", String(port)], port, env)
+  const basePort = freePort()
+  const baseline = await startOne(
+    ["bun", join(import.meta.dir, "pgCompletionsBaseline.ts"), "--database-url", pg.urlOf("baseline"), "--port", String(basePort)],
+    basePort,
+    env
+  )
+  return [project, baseline] as const
+}
+
+/** Stops the processes of `servers` and waits for them to exit. */
+const stopServers = async (servers: ReadonlyArray<Server>) => {
+  const stopping = [...children].filter((child) => servers.some((s) => s.pid === child.pid))
+  for (const child of stopping) {
+    child.kill()
+    children.delete(child)
+  }
+  await Promise.all(stopping.map((child) => child.exited))
+}
+
 const startSides = async (pg: PgDatabases, processes: number): Promise<ReadonlyArray<Side>> => {
   await pg.copies(["project", "baseline"])
   const project: Array<Server> = []
   const baseline: Array<Server> = []
   for (let i = 0; i < processes; i++) {
-    const port = freePort()
-    project.push(await startOne([binary, "serve", "--database-url", pg.urlOf("project"), "--port", String(port)], port, serviceEnv))
-    const basePort = freePort()
-    baseline.push(
-      await startOne(
-        ["bun", join(import.meta.dir, "pgCompletionsBaseline.ts"), "--database-url", pg.urlOf("baseline"), "--port", String(basePort)],
-        basePort,
-        {}
-      )
-    )
+    const [p, b] = await startPair(pg, limitsEnv)
+    project.push(p)
+    baseline.push(b)
   }
   return [{ name: "project", database: "project", servers: project }, { name: "baseline", database: "baseline", servers: baseline }]
 }
@@ -195,7 +217,50 @@ const differ = (what: string, a: string, b: string) => {
   throw new Error(`${what}: the servers disagree at character ${at}:\n  project:  ${a.slice(Math.max(0, at - 80), at + 120)}\n  baseline: ${b.slice(Math.max(0, at - 80), at + 120)}`)
 }
 
-/** The two servers answer and write the same, or the run stops. */
+const CounterRows = Schema.Array(Schema.Struct({ account_id: Schema.String, count: Schema.NumberFromString, whole: Schema.Boolean }))
+
+/**
+ * A side's respondent counters: per counter id, its day counts and its burst counts stamped from
+ * `since` (ms) on. Every burst stamp must fall on a whole second, where both sides count a request.
+ */
+const counters = async (c: Pg.Client, since: number) => {
+  const days = Schema.decodeUnknownSync(CounterRows)(
+    (await c.query(`SELECT account_id, SUM(count)::text AS count, true AS whole FROM usage_daily
+      WHERE account_id LIKE 'respondent-%' GROUP BY account_id`)).rows
+  )
+  const bursts = Schema.decodeUnknownSync(CounterRows)(
+    (await c.query(
+      `SELECT account_id, SUM(count)::text AS count, bool_and(at_ms % 1000 = 0) AS whole FROM usage_burst
+        WHERE account_id LIKE 'respondent-%' AND at_ms >= $1 GROUP BY account_id`,
+      [since]
+    )).rows
+  )
+  const held = new Map<string, { day: number; burst: number }>()
+  for (const row of days) held.set(row.account_id, { day: row.count, burst: 0 })
+  for (const row of bursts) {
+    if (!row.whole) throw new Error(`counters: ${row.account_id} has a burst stamp within a second`)
+    held.set(row.account_id, { day: held.get(row.account_id)?.day ?? 0, burst: row.count })
+  }
+  return held
+}
+
+type Counters = Awaited<ReturnType<typeof counters>>
+
+/** What a request added to the counters, as text. */
+const countedBy = (before: Counters, after: Counters) =>
+  [...after].flatMap(([id, now]) => {
+    const was = before.get(id) ?? { day: 0, burst: 0 }
+    return now.day === was.day && now.burst === was.burst ? [] : [`${id} +${now.day - was.day} (burst +${now.burst - was.burst})`]
+  }).sort().join(", ") || "nothing"
+
+/** A 429's wait, which depends on the second each side counted its last request in: masked, once checked. */
+const waitMasked = (answer: Answer) => {
+  const wait = Number(/retry-after: (\d+)/.exec(answer.headers)?.[1])
+  if (!(wait >= 1 && wait <= 60)) throw new Error(`a 429 with Retry-After ${wait}`)
+  return { ...answer, headers: answer.headers.replace(/retry-after: \d+/, "retry-after: <s>"), body: answer.body.replace(/retry in \d+ s/, "retry in <s> s") }
+}
+
+/** The two servers answer, write and count the same, or the run stops. */
 const checkParity = async (pg: PgDatabases, project: Server, baseline: Server, token: string) => {
   const survey = completionSurvey(1)
   const question = completionQuestion(1)
@@ -211,18 +276,50 @@ const checkParity = async (pg: PgDatabases, project: Server, baseline: Server, t
     { name: "a body nested too deep", token, body: `{"answers":${"[".repeat(70)}${"]".repeat(70)}}` },
     { name: "another content type", token, body: completionBody(1), contentType: "text/plain" }
   ]
+  const clients = [new Pg.Client({ connectionString: pg.urlOf("project") }), new Pg.Client({ connectionString: pg.urlOf("baseline") })] as const
+  await Promise.all(clients.map((c) => c.connect()))
+  const since = Date.now() - (Date.now() % 1000)
+  const bothCounters = () => Promise.all([counters(clients[0], since), counters(clients[1], since)])
+  /** Sends one request to each side; they must answer the same and count it the same. */
+  const compare = async (name: string, servers: readonly [Server, Server], c: { readonly token: string; readonly body: string; readonly contentType?: string }) => {
+    const [before, beforeBaseline] = await bothCounters()
+    let a = await post(servers[0], c.token, c.body, c.contentType)
+    let b = await post(servers[1], c.token, c.body, c.contentType)
+    const [after, afterBaseline] = await bothCounters()
+    differ(`${name}: status`, String(a.status), String(b.status))
+    if (a.status === 429) [a, b] = [waitMasked(a), waitMasked(b)]
+    differ(`${name}: headers`, a.headers, b.headers)
+    differ(`${name}: body`, masked(a.body), masked(b.body))
+    const counted = countedBy(before, after)
+    differ(`${name}: respondent counters`, counted, countedBy(beforeBaseline, afterBaseline))
+    console.log(`check: ${name}: ${a.status}, identical (${a.body.length} bytes); counted: ${counted}`)
+    return [a, b] as const
+  }
   const created: Array<readonly [string, string]> = []
-  for (const c of cases) {
-    const a = await post(project, c.token, c.body, c.contentType)
-    const b = await post(baseline, c.token, c.body, c.contentType)
-    differ(`${c.name}: status`, String(a.status), String(b.status))
-    differ(`${c.name}: headers`, a.headers, b.headers)
-    differ(`${c.name}: body`, masked(a.body), masked(b.body))
-    console.log(`check: ${c.name}: ${a.status}, identical (${a.body.length} bytes)`)
-    if (a.status === 201) {
-      const id = (text: string) => /rsp_[A-Za-z0-9]{20}/.exec(text)?.[0] ?? ""
-      created.push([id(a.body), id(b.body)])
+  try {
+    for (const c of cases) {
+      const [a, b] = await compare(c.name, [project, baseline], c)
+      if (a.status === 201) {
+        const id = (text: string) => /rsp_[A-Za-z0-9]{20}/.exec(text)?.[0] ?? ""
+        created.push([id(a.body), id(b.body)])
+      }
     }
+    // Both sides have counted requests of this address and survey within the minute: a limit of 1 refuses the next.
+    const low = [
+      { name: "past the survey's limit", env: { ...limitsEnv, RESPONDENT_LIMIT_PER_SURVEY: "1" } },
+      { name: "past the address's limit", env: { ...limitsEnv, RESPONDENT_LIMIT_PER_ADDRESS: "1" } }
+    ]
+    for (const l of low) {
+      const pair = await startPair(pg, l.env)
+      try {
+        const [a] = await compare(`${l.name} (servers started with it set to 1)`, pair, { token, body: completionBody(1) })
+        if (a.status !== 429) throw new Error(`${l.name}: answered ${a.status}, not 429`)
+      } finally {
+        await stopServers(pair)
+      }
+    }
+  } finally {
+    await Promise.all(clients.map((c) => c.end()))
   }
   for (const [p, b] of created) {
     const mine = await written(pg.urlOf("project"), p, survey)
@@ -445,7 +542,8 @@ const main = async () => {
     `alternating project/baseline; medians. Both servers on one throwaway PostgreSQL cluster (127.0.0.1, \`fsync\` off), each ` +
     `on its own copy of the dataset (${dataset.surveys} surveys × ${fmt(dataset.responsesPerSurvey)} responses, and the ${SPREAD} ` +
     `completion surveys), pools of 10 connections per process. The project is this checkout's binary, with the change clock it ` +
-    `has (src/Responses/ChangeClockRepo.ts); the baseline has the announced clock described above. ` +
+    `has (src/Responses/ChangeClockRepo.ts); the baseline has the announced clock described above. Both count every completion ` +
+    `against the respondent limits, lifted to 1,000,000 a minute. ` +
     `wrk and PostgreSQL share the machine's cores with the servers; ` +
     `load average ${loadAtStart} at the start, ${loadNow()} at the end.`,
     "",
@@ -455,7 +553,9 @@ const main = async () => {
     "the user + system CPU time (/proc) of the server's processes, and of the PostgreSQL backends serving its database, over a " +
     "round divided by the requests answered; statements per request are counted by `pg_stat_statements` over the warm-up and " +
     "the rounds, transaction control and the service's background work included (the requests still in flight when a round " +
-    "ends ran but are not counted, so the figure is a little high; the baseline runs 5 per completion)."
+    "ends ran but are not counted, so the figure is a little high; the baseline runs 5 per completion, and per batch of the " +
+    "respondent limits' counts `BEGIN`, a lock per counter, one write and `COMMIT` as the service, three reads more for a counter " +
+    "another process added to)."
   ]
   console.log(`\n${lines.join("\n")}`)
 

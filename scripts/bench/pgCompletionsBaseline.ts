@@ -12,8 +12,12 @@
  * - **The token.** A survey page's signed token (`p1.…`, src/Respondents/RespondentTokens.ts),
  *   verified with the database's key (`service_secrets`, read once at start as the service does):
  *   shape, 24 hours from its issue, HMAC-SHA256 compared in constant time. Stored (embed) tokens
- *   are not served: the benchmark sends page tokens only. The respondent limits are skipped: the
- *   benchmark lifts them for the service.
+ *   are not served: the benchmark sends page tokens only.
+ * - **The respondent limits**, counted where the service counts them: the client address before
+ *   the token is read, the token's survey after (scripts/bench/PgRespondentLimits.ts, the service's
+ *   batching and rows); past a limit, the service's 429 with `Retry-After`. The limits are the
+ *   service's settings, `RESPONDENT_LIMIT_PER_ADDRESS` and `RESPONDENT_LIMIT_PER_SURVEY`, with its
+ *   defaults; the address is the connection's (no proxy is trusted).
  * - **The body.** The respondent API's body rules (JSON, 256 KiB, 64 levels) and `Submission`
  *   (unknown fields refused); the answers validated against the survey's questions by the
  *   service's own functions (src/Responses/AnswerValidation.ts), required questions checked when
@@ -34,17 +38,22 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { parseArgs } from "node:util"
 import * as Pg from "pg"
 import { hashToken } from "../../src/Auth/Token.js"
+import { DEFAULT_RESPONDENT_LIMITS } from "../../src/Config.js"
 import { storedValue } from "../../src/Domain/AnswerValue.js"
-import { InvalidRequest, type Issue, Unauthorized } from "../../src/Domain/Errors.js"
+import { InvalidRequest, type Issue, RateLimited, ServiceUnavailable, Unauthorized } from "../../src/Domain/Errors.js"
 import { makeId, randomBase62 } from "../../src/Domain/Ids.js"
 import { StoredQuestionType } from "../../src/Domain/Question.js"
 import { tokenRefused } from "../../src/Domain/Respondent.js"
 import { exceedsJsonDepth, isJsonContentType, MAX_RESPONDENT_BODY_BYTES, notJsonContentType, tooDeep, tooLarge } from "../../src/Http/JsonBody.js"
 import { toInvalidRequest } from "../../src/Http/RequestErrors.js"
+import type { Decision } from "../../src/Quota/AccountUsage.js"
+import { storeBusy } from "../../src/Quota/UsageRows.js"
+import { addressKey } from "../../src/Respondents/RespondentLimits.js"
 import { RESPONDENT_TOKEN_HOURS } from "../../src/Respondents/RespondentTokens.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "../../src/Responses/AnswerValidation.js"
 import { answerOrder, answersJson, responseJson } from "../../src/Responses/AnswerWire.js"
 import { MAX_TEXT_LENGTH, Submission } from "../../src/Responses/Submission.js"
+import { makeRespondentLimits } from "./PgRespondentLimits.js"
 
 const { values: args } = parseArgs({
   options: { port: { type: "string", default: "8083" }, "database-url": { type: "string", default: "" }, pool: { type: "string", default: "10" } },
@@ -81,7 +90,7 @@ const num = (value: unknown): number => {
 // --- Answers ------------------------------------------------------------------------------------
 
 class Answered extends Error {
-  constructor(readonly status: number, readonly body: string) {
+  constructor(readonly status: number, readonly body: string, readonly headers: Record<string, string> = {}) {
     super("answered")
   }
 }
@@ -94,6 +103,41 @@ const refusedWith = (error: InvalidRequest) => new Answered(400, JSON.stringify(
 const invalid = (message: string, issues: ReadonlyArray<Issue>) => refusedWith(new InvalidRequest({ message, issues }))
 
 const refused = new Answered(401, JSON.stringify(Schema.encodeSync(Unauthorized.Wire)(tokenRefused())))
+
+// --- The respondent limits (src/Respondents/RespondentLimits.ts) --------------------------------
+
+/** A limit from the service's setting: a whole number of requests per minute from 1 to 1,000,000. */
+const limitOf = (name: string, fallback: number) => {
+  const raw = process.env[name]
+  const limit = raw === undefined ? fallback : Number(raw)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1_000_000) throw new Error(`${name}: expected a whole number from 1 to 1000000`)
+  return limit
+}
+
+const limits = makeRespondentLimits(pool, run, {
+  perAddress: limitOf("RESPONDENT_LIMIT_PER_ADDRESS", DEFAULT_RESPONDENT_LIMITS.perAddress),
+  perSurvey: limitOf("RESPONDENT_LIMIT_PER_SURVEY", DEFAULT_RESPONDENT_LIMITS.perSurvey)
+})
+
+const encodeLimited = Schema.encodeSync(RateLimited.Wire)
+const busy = new Answered(503, JSON.stringify(Schema.encodeSync(ServiceUnavailable.Wire)(storeBusy())))
+
+/** Goes on when the count was admitted; otherwise the service's 429, or 503 when its batch was not stored. */
+const counted = async (decision: Promise<Decision>, what: string) => {
+  let decided: Decision
+  try {
+    decided = await decision
+  } catch {
+    throw busy
+  }
+  if (decided._tag === "Admitted") return
+  const wait = decided.retryAfterSeconds
+  throw new Answered(
+    429,
+    JSON.stringify(encodeLimited(new RateLimited({ message: `Too many requests ${what}; retry in ${wait} s.`, retryAfterSeconds: wait }))),
+    { "retry-after": String(wait) }
+  )
+}
 
 // --- The token (src/Respondents/RespondentTokens.ts) --------------------------------------------
 
@@ -321,8 +365,8 @@ const create = async (respondent: Respondent, submission: Submitted): Promise<st
 
 const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
 
-const answer = (status: number, body: string, requestId: string) =>
-  new Response(body, { status, headers: { "Content-Type": "application/json", "x-request-id": requestId } })
+const answer = (status: number, body: string, requestId: string, headers: Record<string, string> = {}) =>
+  new Response(body, { status, headers: { ...headers, "Content-Type": "application/json", "x-request-id": requestId } })
 
 const bearer = (request: Request): string => {
   const header = request.headers.get("authorization") ?? ""
@@ -332,7 +376,7 @@ const bearer = (request: Request): string => {
 const server = Bun.serve({
   hostname: "127.0.0.1",
   port: Number(args.port),
-  async fetch(request) {
+  async fetch(request, listening) {
     const incoming = request.headers.get("x-request-id")
     const requestId = incoming !== null && requestIdPattern.test(incoming) ? incoming : `req_${randomBase62(16)}`
     const path = new URL(request.url).pathname
@@ -341,12 +385,14 @@ const server = Bun.serve({
       if (path !== "/respond/v1/responses" || request.method !== "POST") {
         return answer(404, JSON.stringify({ code: "not_found", message: `No route for ${request.method} ${path}.` }), requestId)
       }
+      await counted(limits.address(addressKey(listening.requestIP(request)?.address ?? "") ?? "unknown"), "from this address")
       const respondent = respondentOf(bearer(request), Date.now())
+      await counted(limits.survey(respondent.surveyId), "for this survey")
       const submission = await readBody(request)
       const responseId = await create(respondent, submission)
       return answer(201, JSON.stringify({ responseId }), requestId)
     } catch (e) {
-      if (e instanceof Answered) return answer(e.status, e.body, requestId)
+      if (e instanceof Answered) return answer(e.status, e.body, requestId, e.headers)
       console.error(e)
       return answer(500, JSON.stringify({ code: "internal_error", message: "The service failed to answer this request; it has been logged." }), requestId)
     }
