@@ -89,8 +89,9 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
     const day = utcDay(now)
     const plans = new Map(counts.map((c) => [c.accountId, c.plan]))
     const synced = new Map<string, AccountUsage>()
-    const client = await pool.connect()
+    let client: Pg.PoolClient | undefined
     try {
+      client = await pool.connect()
       await client.query("BEGIN")
       // In one order in every process, as the service locks them: no two batches deadlock.
       for (const [accountId, plan] of [...plans].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
@@ -133,11 +134,11 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
       }
       for (const { count, decision } of decided) count.resolve(decision)
     } catch (cause) {
-      await client.query("ROLLBACK").catch(() => undefined)
+      await client?.query("ROLLBACK").catch(() => undefined)
       for (const c of counts) known.delete(c.accountId)
       for (const c of counts) c.reject(cause)
     } finally {
-      client.release()
+      client?.release()
     }
   }
 
