@@ -33,6 +33,7 @@ import { AccountUsage, type Decision } from "../../src/Quota/AccountUsage.js"
 import { utcDay, utcMonth } from "../../src/Quota/Calendar.js"
 import { pgParsers, toNumbered } from "../../src/Sql/PgText.js"
 import * as Wire from "./BaselineWire.js"
+import * as BatchQueue from "./BatchQueue.js"
 
 const { values: args } = parseArgs({
   options: {
@@ -109,20 +110,7 @@ const pruneSql = "DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?"
 const known = new Map<string, { readonly usage: AccountUsage; readonly day: string }>()
 const lastPruned = new Map<string, number>()
 
-interface Waiting {
-  readonly key: Wire.Key
-  readonly resolve: (decision: Decision) => void
-  readonly reject: (cause: unknown) => void
-}
-/** Requests decided together, in arrival order; `due` once its event-loop turn came. */
-interface Batch {
-  readonly waiting: Array<Waiting>
-  due: boolean
-}
-/** The batch still taking requests: the next transaction's. */
-let open: Batch | undefined
-/** A batch is being stored (at most one at a time). */
-let settling = false
+type Waiting = BatchQueue.Waiting<{ readonly key: Wire.Key }, Decision>
 
 const loadUsage = async (client: Pg.PoolClient, accountId: string, now: number, windowMs: number) => {
   const today = (await rows<{ count: number }>(client, dayCountSql, [accountId, utcDay(now)]))[0]?.count ?? 0
@@ -191,33 +179,13 @@ const settle = async (batch: ReadonlyArray<Waiting>) => {
   }
 }
 
-/** Stores `batch`, then the batch whose turn came meanwhile, if any. */
-const start = (batch: Batch) => {
-  if (open === batch) open = undefined
-  settling = true
-  void settle(batch.waiting).finally(() => {
-    settling = false
-    if (open !== undefined && open.due) start(open)
-  })
-}
+const join = BatchQueue.makeBatchQueue<{ readonly key: Wire.Key }, Decision>(settle)
 
 /**
  * The request's decision, in the batch it joins: the batch closes on the event-loop turn after
  * its first request, or later, once the batch before it is stored.
  */
-const take = (key: Wire.Key) =>
-  new Promise<Decision>((resolve, reject) => {
-    let batch = open
-    if (batch === undefined) {
-      const opened: Batch = { waiting: [], due: false }
-      setImmediate(() => {
-        opened.due = true
-        if (!settling) start(opened)
-      })
-      open = batch = opened
-    }
-    batch.waiting.push({ key, resolve, reject })
-  })
+const take = (key: Wire.Key) => join({ key })
 
 /**
  * Counts the request against its key creator's quota where the service's limiter counts (after

@@ -24,6 +24,7 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import * as Pg from "pg"
 import { BENCH_TOKEN, surveyId, writeDataset } from "./Dataset.js"
+import { completionFixture, completionScript, respondentToken, SPREAD } from "./CompletionSurveys.js"
 import { freePort, type PostgresCluster, startPostgres } from "../../test/support/PostgresCluster.js"
 import { buildBinary, cleanup, databaseArgs, machine, root, type Server, startServer, table, tempDir } from "./support.js"
 
@@ -55,23 +56,6 @@ if (!existsSync("/usr/bin/wrk")) {
   process.exit(1)
 }
 
-// Surveys of one free-text question for the completions, beside the read dataset: the first takes
-// the one-survey cell, all of them the cell spread over surveys.
-const SPREAD = 20
-const completionSurvey = (n: number) => n === 1 ? "srv_scale_completions" : `srv_scale_completions_${n}`
-const completionQuestion = (n: number) => n === 1 ? "q_scale_text" : `q_scale_text_${n}`
-const completionFixture = {
-  surveys: Array.from({ length: SPREAD }, (_, i) => ({
-    id: completionSurvey(i + 1),
-    workspaceId: "ws_bench",
-    title: "Completions",
-    status: "published",
-    createdAt: "2026-01-01T00:00:00.000Z",
-    updatedAt: "2026-01-01T00:00:00.000Z",
-    questions: [{ id: completionQuestion(i + 1), type: "textarea", label: "Say", order: 1 }]
-  }))
-}
-
 interface Workload {
   readonly name: string
   /** The wrk arguments after the URL's base: path and, for a write, a Lua script. */
@@ -79,37 +63,12 @@ interface Workload {
   readonly script?: (dir: string, server: Server) => Promise<string>
 }
 
-/** A respondent token for survey `n` from `server`'s survey page. */
-const respondentToken = async (server: Server, n: number) => {
-  const page = await fetch(`${server.url}/s/${completionSurvey(n)}`, { headers: { accept: "application/json" } })
-  const body: unknown = await page.json()
-  const token = typeof body === "object" && body !== null && "respondentToken" in body && typeof body.respondentToken === "string"
-    ? body.respondentToken
-    : ""
-  if (token === "") throw new Error(`no respondent token from ${server.url}`)
-  return token
-}
-
-const completionBody = (n: number) =>
-  JSON.stringify({ answers: [{ questionId: completionQuestion(n), values: ["hello"] }], finished: true })
-
 /** wrk's script for completions to the first `surveys` surveys, taken in turn by each request. */
 const completions = (surveys: number) => async (dir: string, server: Server) => {
   const tokens: Array<string> = []
-  for (let n = 1; n <= surveys; n++) tokens.push(await respondentToken(server, n))
+  for (let n = 1; n <= surveys; n++) tokens.push(await respondentToken(server.url, n))
   const file = join(dir, `complete-${surveys}-${server.pid}.lua`)
-  writeFileSync(
-    file,
-    [
-      `local tokens = { ${tokens.map((t) => JSON.stringify(t)).join(", ")} }`,
-      `local bodies = { ${tokens.map((_, i) => `'${completionBody(i + 1)}'`).join(", ")} }`,
-      "local i = 0",
-      "request = function()",
-      "  i = i % #tokens + 1",
-      `  return wrk.format("POST", nil, { ["Authorization"] = "Bearer " .. tokens[i], ["Content-Type"] = "application/json" }, bodies[i])`,
-      "end"
-    ].join("\n")
-  )
+  writeFileSync(file, completionScript(tokens))
   return file
 }
 

@@ -1,0 +1,153 @@
+/**
+ * The respondent limits of the raw completions baseline (scripts/bench/pgCompletionsBaseline.ts),
+ * counted as the service counts them (src/Respondents/RespondentLimits.ts): so many requests per
+ * client address and per survey in any minute, in the request quota's tables `usage_daily` and
+ * `usage_burst`, under the service's counter ids (`respondent-address:…`, `respondent-survey:…`).
+ *
+ * Decided as the service's limiter decides (src/Quota/Batching.ts over src/Quota/PgUsageStore.ts):
+ *
+ * - The counts asked for while a batch is open are decided together in one transaction, one batch
+ *   of a process at a time (scripts/bench/BatchQueue.ts). Each count is answered once its batch
+ *   has committed.
+ * - Requests are counted at the start of their second.
+ * - The transaction locks each counter's day row, in counter order. The counters in memory are
+ *   used when the locked count is the one this process last stored, else read again (day, month
+ *   and burst window, one statement each).
+ * - The admitted counts go to both tables in one statement; a counter's stamps older than its
+ *   window are deleted at most every 10 s (src/Quota/UsageRows.ts decides which, as for the
+ *   service).
+ * - At most 10,000 counters stay in memory; a batch that fails forgets its counters.
+ */
+import type * as Pg from "pg"
+import type { QuotaPlan } from "../../src/Auth/CurrentKey.js"
+import { AccountUsage, burstWindowMs, type Decision } from "../../src/Quota/AccountUsage.js"
+import { utcDay, utcMonth } from "../../src/Quota/Calendar.js"
+import { aggregate, pruning, storedUsage } from "../../src/Quota/UsageRows.js"
+import type { CountedRequest } from "../../src/Quota/UsageStore.js"
+import { makeBatchQueue, type Waiting } from "./BatchQueue.js"
+
+/** Runs a statement on a connection; rows as arrays. */
+export type Run = (on: Pg.PoolClient, text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<ReadonlyArray<unknown>>>
+
+const STEP_MS = 1000
+const MAX_KNOWN = 10_000
+
+const lockDaySql = `INSERT INTO usage_daily (account_id, day, count) VALUES ($1, $2, 0)
+  ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count
+  RETURNING count`
+const dayCountSql = "SELECT count FROM usage_daily WHERE account_id = $1 AND day = $2"
+const monthCountSql = "SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3"
+const burstSql = "SELECT at_ms, count FROM usage_burst WHERE account_id = $1 AND at_ms > $2 ORDER BY at_ms"
+const addSql = `WITH added AS (
+    INSERT INTO usage_daily (account_id, day, count)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[])
+    ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count
+  )
+  INSERT INTO usage_burst (account_id, at_ms, count)
+  SELECT * FROM unnest($4::text[], $5::int8[], $6::int8[])
+  ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
+const pruneSql = "DELETE FROM usage_burst WHERE account_id = $1 AND at_ms <= $2"
+
+/** A whole number from an integer column, whichever width (the driver answers 8-byte ones as text). */
+const whole = (value: unknown): number => {
+  const n = typeof value === "number" ? value : typeof value === "string" && /^-?\d+$/.test(value) ? Number(value) : Number.NaN
+  if (!Number.isSafeInteger(n)) throw new Error(`expected a whole number, got ${String(value)}`)
+  return n
+}
+
+const perMinute = (limit: number): QuotaPlan => ({
+  planId: "respondent",
+  burstLimit: limit,
+  burstWindowMinutes: 1,
+  dailyLimit: Number.MAX_SAFE_INTEGER,
+  monthlyLimit: Number.MAX_SAFE_INTEGER
+})
+
+/** A count asked for, waiting for its batch. */
+type Count = Waiting<{ readonly accountId: string; readonly plan: QuotaPlan }, Decision>
+
+export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly perAddress: number; readonly perSurvey: number }) => {
+  const addressPlan = perMinute(limits.perAddress)
+  const surveyPlan = perMinute(limits.perSurvey)
+  const known = new Map<string, { readonly usage: AccountUsage; readonly day: string }>()
+  const lastPruned = new Map<string, number>()
+
+  const reload = async (client: Pg.PoolClient, accountId: string, now: number, windowMs: number) => {
+    const [today] = await run(client, dayCountSql, [accountId, utcDay(now)])
+    const month = utcMonth(now)
+    const [thisMonth] = await run(client, monthCountSql, [accountId, `${month}-01`, `${month}-31`])
+    const rows = await run(client, burstSql, [accountId, now - windowMs])
+    return new AccountUsage(
+      storedUsage(whole(today?.[0] ?? 0), whole(thisMonth?.[0]), rows.map((row) => ({ atMs: whole(row[0]), count: whole(row[1]) }))),
+      now
+    )
+  }
+
+  const settle = async (counts: ReadonlyArray<Count>) => {
+    const clock = Date.now()
+    const now = clock - (clock % STEP_MS)
+    const day = utcDay(now)
+    const plans = new Map(counts.map((c) => [c.accountId, c.plan]))
+    const synced = new Map<string, AccountUsage>()
+    let client: Pg.PoolClient | undefined
+    try {
+      client = await pool.connect()
+      await client.query("BEGIN")
+      // In one order in every process, as the service locks them: no two batches deadlock.
+      for (const [accountId, plan] of [...plans].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+        const [locked] = await run(client, lockDaySql, [accountId, day])
+        const cached = known.get(accountId)
+        synced.set(
+          accountId,
+          cached !== undefined && cached.day === day && cached.usage.current(now, plan).today === whole(locked?.[0])
+            ? cached.usage
+            : await reload(client, accountId, now, burstWindowMs(plan))
+        )
+      }
+      const admitted: Array<CountedRequest> = []
+      const decided = counts.map((c) => {
+        const usage = synced.get(c.accountId)
+        if (usage === undefined) throw new Error(`no counters for ${c.accountId}`)
+        const decision = usage.take(now, c.plan)
+        if (decision._tag === "Admitted") admitted.push({ accountId: c.accountId, at: now, windowMs: burstWindowMs(c.plan) })
+        return { count: c, decision }
+      })
+      const { days, stamps, windows } = aggregate(admitted)
+      const prune = pruning(lastPruned, windows, now)
+      if (days.length > 0) {
+        await run(client, addSql, [
+          days.map((d) => d.accountId),
+          days.map((d) => d.day),
+          days.map((d) => d.count),
+          stamps.map((s) => s.accountId),
+          stamps.map((s) => s.atMs),
+          stamps.map((s) => s.count)
+        ])
+      }
+      for (const p of prune) await run(client, pruneSql, [p.accountId, p.before])
+      await client.query("COMMIT")
+      for (const p of prune) lastPruned.set(p.accountId, now)
+      for (const [accountId, usage] of synced) known.set(accountId, { usage, day })
+      for (const accountId of known.keys()) {
+        if (known.size <= MAX_KNOWN) break
+        known.delete(accountId)
+      }
+      for (const { count, decision } of decided) count.resolve(decision)
+    } catch (cause) {
+      await client?.query("ROLLBACK").catch(() => undefined)
+      for (const c of counts) known.delete(c.accountId)
+      for (const c of counts) c.reject(cause)
+    } finally {
+      client?.release()
+    }
+  }
+
+  const decide = makeBatchQueue<{ readonly accountId: string; readonly plan: QuotaPlan }, Decision>(settle)
+
+  return {
+    /** Counts a request against its client address (src/Respondents/RespondentLimits.ts, `addressKey`). */
+    address: (address: string) => decide({ accountId: `respondent-address:${address}`, plan: addressPlan }),
+    /** Counts a request against its survey. */
+    survey: (surveyId: string) => decide({ accountId: `respondent-survey:${surveyId}`, plan: surveyPlan })
+  } as const
+}

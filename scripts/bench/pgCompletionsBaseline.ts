@@ -1,0 +1,404 @@
+/**
+ * The raw baseline of the completions benchmark on PostgreSQL (scripts/bench/completions.ts):
+ * `POST /respond/v1/responses` with a survey page's token, on plain `Bun.serve` and the `pg`
+ * driver (the driver under the service's `@effect/sql-pg`). Statements are prepared once per
+ * connection (named statements). No Effect runs on a completion's path; a refused request's body
+ * comes from the service's own errors (src/Domain/Errors.ts, src/Http/RequestErrors.ts), so that
+ * its bytes are the service's.
+ *
+ * The work per request and its guarantees are the service's (src/Respondents/Http.ts,
+ * src/Responses/ResponseWriter.ts):
+ *
+ * - **The token.** A survey page's signed token (`p1.…`, src/Respondents/RespondentTokens.ts),
+ *   verified with the database's key (`service_secrets`, read once at start as the service does):
+ *   shape, 24 hours from its issue, HMAC-SHA256 compared in constant time. Stored (embed) tokens
+ *   are not served: the benchmark sends page tokens only.
+ * - **The respondent limits**, counted where the service counts them: the client address before
+ *   the token is read, the token's survey after (scripts/bench/PgRespondentLimits.ts, the service's
+ *   batching and rows); past a limit, the service's 429 with `Retry-After`. The limits are the
+ *   service's settings, `RESPONDENT_LIMIT_PER_ADDRESS` and `RESPONDENT_LIMIT_PER_SURVEY`, with its
+ *   defaults; the address is the connection's (no proxy is trusted).
+ * - **The body.** The respondent API's body rules (JSON, 256 KiB, 64 levels) and `Submission`
+ *   (unknown fields refused); the answers validated against the survey's questions by the
+ *   service's own functions (src/Responses/AnswerValidation.ts), required questions checked when
+ *   it finishes.
+ * - **One transaction** with the service's rows: the response, its owner token, its answers and
+ *   their stored rendering tagged with the survey's `answer_layout`, the change instant in
+ *   `updated_at`/`created_at`/`completed_at` and a `response_changes` row, the outbox events with
+ *   the service's envelope bytes, and the survey's response count.
+ * - **The change clock of the shared design**: the survey's high-water mark announced under a
+ *   shared advisory lock (in the statement that reads the survey), the instant stamped in a later
+ *   statement without locking a shared row, the survey's count the last statement before COMMIT.
+ *
+ * Usage: bun scripts/bench/pgCompletionsBaseline.ts --port 8083 --database-url postgres://… [--pool 10]
+ */
+import { HttpApiError } from "@effect/platform"
+import { Effect, Either, Schema } from "effect"
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { parseArgs } from "node:util"
+import * as Pg from "pg"
+import { hashToken } from "../../src/Auth/Token.js"
+import { DEFAULT_RESPONDENT_LIMITS } from "../../src/Config.js"
+import { storedValue } from "../../src/Domain/AnswerValue.js"
+import { InvalidRequest, type Issue, RateLimited, ServiceUnavailable, Unauthorized } from "../../src/Domain/Errors.js"
+import { makeId, randomBase62 } from "../../src/Domain/Ids.js"
+import { StoredQuestionType } from "../../src/Domain/Question.js"
+import { tokenRefused } from "../../src/Domain/Respondent.js"
+import { exceedsJsonDepth, isJsonContentType, MAX_RESPONDENT_BODY_BYTES, notJsonContentType, tooDeep, tooLarge } from "../../src/Http/JsonBody.js"
+import { toInvalidRequest } from "../../src/Http/RequestErrors.js"
+import type { Decision } from "../../src/Quota/AccountUsage.js"
+import { storeBusy } from "../../src/Quota/UsageRows.js"
+import { addressKey } from "../../src/Respondents/RespondentLimits.js"
+import { RESPONDENT_TOKEN_HOURS } from "../../src/Respondents/RespondentTokens.js"
+import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "../../src/Responses/AnswerValidation.js"
+import { answerOrder, answersJson, responseJson } from "../../src/Responses/AnswerWire.js"
+import { MAX_TEXT_LENGTH, Submission } from "../../src/Responses/Submission.js"
+import { makeRespondentLimits } from "./PgRespondentLimits.js"
+
+const { values: args } = parseArgs({
+  options: { port: { type: "string", default: "8083" }, "database-url": { type: "string", default: "" }, pool: { type: "string", default: "10" } },
+  strict: true
+})
+if (args["database-url"] === "") throw new Error("--database-url is required")
+
+// Every column read is text or a 4-byte integer, which the driver's own parsers take as they are.
+const pool = new Pg.Pool({ connectionString: args["database-url"], application_name: "survey-completions-baseline", max: Number(args.pool) })
+pool.on("error", () => {})
+
+const names = new Map<string, string>()
+/** Runs `text` as a named statement (prepared once on each connection); rows as arrays. */
+const run = async (on: Pg.PoolClient | Pg.Pool, text: string, values: ReadonlyArray<unknown>) => {
+  let name = names.get(text)
+  if (name === undefined) {
+    name = `c${names.size}`
+    names.set(text, name)
+  }
+  const result = await on.query({ name, text, values: [...values], rowMode: "array" })
+  const rows: Array<ReadonlyArray<unknown>> = result.rows
+  return rows
+}
+
+const text = (value: unknown): string => {
+  if (typeof value !== "string") throw new Error(`expected a text column, got ${typeof value}`)
+  return value
+}
+const num = (value: unknown): number => {
+  if (typeof value !== "number") throw new Error(`expected a number column, got ${typeof value}`)
+  return value
+}
+
+// --- Answers ------------------------------------------------------------------------------------
+
+class Answered extends Error {
+  constructor(readonly status: number, readonly body: string, readonly headers: Record<string, string> = {}) {
+    super("answered")
+  }
+}
+
+const encodeInvalid = Schema.encodeSync(InvalidRequest.Wire)
+
+/** A 400 `invalid_request` answer with the service's body. */
+const refusedWith = (error: InvalidRequest) => new Answered(400, JSON.stringify(encodeInvalid(error)))
+
+const invalid = (message: string, issues: ReadonlyArray<Issue>) => refusedWith(new InvalidRequest({ message, issues }))
+
+const refused = new Answered(401, JSON.stringify(Schema.encodeSync(Unauthorized.Wire)(tokenRefused())))
+
+// --- The respondent limits (src/Respondents/RespondentLimits.ts) --------------------------------
+
+/** A limit from the service's setting: a whole number of requests per minute from 1 to 1,000,000. */
+const limitOf = (name: string, fallback: number) => {
+  const raw = process.env[name]
+  const limit = raw === undefined ? fallback : Number(raw)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1_000_000) throw new Error(`${name}: expected a whole number from 1 to 1000000`)
+  return limit
+}
+
+const limits = makeRespondentLimits(pool, run, {
+  perAddress: limitOf("RESPONDENT_LIMIT_PER_ADDRESS", DEFAULT_RESPONDENT_LIMITS.perAddress),
+  perSurvey: limitOf("RESPONDENT_LIMIT_PER_SURVEY", DEFAULT_RESPONDENT_LIMITS.perSurvey)
+})
+
+const encodeLimited = Schema.encodeSync(RateLimited.Wire)
+const busy = new Answered(503, JSON.stringify(Schema.encodeSync(ServiceUnavailable.Wire)(storeBusy())))
+
+/** Goes on when the count was admitted; otherwise the service's 429, or 503 when its batch was not stored. */
+const counted = async (decision: Promise<Decision>, what: string) => {
+  let decided: Decision
+  try {
+    decided = await decision
+  } catch {
+    throw busy
+  }
+  if (decided._tag === "Admitted") return
+  const wait = decided.retryAfterSeconds
+  throw new Answered(
+    429,
+    JSON.stringify(encodeLimited(new RateLimited({ message: `Too many requests ${what}; retry in ${wait} s.`, retryAfterSeconds: wait }))),
+    { "retry-after": String(wait) }
+  )
+}
+
+// --- The token (src/Respondents/RespondentTokens.ts) --------------------------------------------
+
+const signedTokenShape = /^p1\.([A-Za-z0-9_-]{1,400})\.([0-9a-z]{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/
+
+const keyRows = await run(pool, "SELECT secret FROM service_secrets WHERE name = 'respondent-token'", [])
+const signingKey = Buffer.from(text(keyRows[0]?.[0]), "base64url")
+
+interface Respondent {
+  readonly tokenHash: string
+  readonly surveyId: string
+}
+
+/** The survey a page token is good for: 401 when it is malformed, forged or expired. */
+const respondentOf = (token: string, now: number): Respondent => {
+  const [, survey, issued, nonce, mac] = signedTokenShape.exec(token) ?? []
+  if (survey === undefined || issued === undefined || nonce === undefined || mac === undefined) throw refused
+  const surveyId = Buffer.from(survey, "base64url").toString("utf8")
+  const issuedAt = parseInt(issued, 36)
+  if (!Number.isSafeInteger(issuedAt) || issuedAt + RESPONDENT_TOKEN_HOURS * 3_600_000 <= now) throw refused
+  const given = Buffer.from(mac, "base64url")
+  const expected = createHmac("sha256", signingKey).update(`respondent-page\n${surveyId}\n${issuedAt}\n${nonce}`).digest()
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw refused
+  return { tokenHash: hashToken(token), surveyId }
+}
+
+// --- The body (src/Http/JsonBody.ts, src/Responses/Submission.ts) --------------------------------
+
+interface Submitted {
+  readonly answers: ReadonlyArray<{ readonly questionId: string; readonly values: ReadonlyArray<string> }>
+  readonly finished: boolean
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const isStrings = (value: unknown): value is ReadonlyArray<string> =>
+  Array.isArray(value) && value.length <= 200 && value.every((v) => typeof v === "string" && v.length <= MAX_TEXT_LENGTH)
+
+/** The answers of a body that has `Submission`'s shape exactly, or undefined. */
+const answersOf = (answers: unknown): Submitted["answers"] | undefined => {
+  if (!Array.isArray(answers) || answers.length > 500) return undefined
+  const out: Array<Submitted["answers"][number]> = []
+  for (const a of answers) {
+    if (!isRecord(a) || Object.keys(a).length !== 2) return undefined
+    const { questionId, values } = a
+    if (typeof questionId !== "string" || questionId.length > 200 || !isStrings(values)) return undefined
+    out.push({ questionId, values })
+  }
+  return out
+}
+
+/** `Submission`, checked by hand on the usual path; anything else goes through the schema for the service's error. */
+const submissionOf = (body: unknown): Submitted => {
+  if (isRecord(body) && Object.keys(body).every((k) => k === "answers" || k === "finished")) {
+    const { answers = [], finished = false } = body
+    const checked = answersOf(answers)
+    if (typeof finished === "boolean" && checked !== undefined) return { answers: checked, finished }
+  }
+  const decoded = decodeSubmission(body)
+  if (Either.isRight(decoded)) return decoded.right
+  throw refusedWith(toInvalidRequest(Effect.runSync(HttpApiError.HttpApiDecodeError.fromParseError(decoded.left))))
+}
+const decodeSubmission = Schema.decodeUnknownEither(Submission, { errors: "all", onExcessProperty: "error" })
+
+const readBody = async (request: Request): Promise<Submitted> => {
+  const contentType = request.headers.get("content-type")
+  if (contentType !== null && !isJsonContentType(contentType)) throw refusedWith(notJsonContentType(contentType))
+  if (Number(request.headers.get("content-length")) > MAX_RESPONDENT_BODY_BYTES) throw refusedWith(tooLarge(MAX_RESPONDENT_BODY_BYTES))
+  const body = await request.text()
+  if (Buffer.byteLength(body) > MAX_RESPONDENT_BODY_BYTES) throw refusedWith(tooLarge(MAX_RESPONDENT_BODY_BYTES))
+  if (exceedsJsonDepth(body)) throw refusedWith(tooDeep())
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    throw invalid("The request body is missing or is not valid JSON.", [{ path: "", message: "expected a JSON body" }])
+  }
+  return submissionOf(parsed)
+}
+
+// --- The save -----------------------------------------------------------------------------------
+
+const storedTypes: ReadonlySet<string> = new Set(StoredQuestionType.literals)
+const isStoredType = (type: string): type is StoredQuestionType => storedTypes.has(type)
+
+const isOptions = Schema.is(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
+
+/**
+ * The survey's high-water mark H (survey `$1`): the latest instant a committed change of it carries,
+ * or '' when there is none. `response_clock` keeps it from going back when responses are deleted.
+ */
+const highWater = `GREATEST(
+    COALESCE((SELECT last_updated_at FROM response_clock WHERE survey_id = $1), ''),
+    COALESCE((SELECT MAX(updated_at) FROM responses WHERE survey_id = $1), ''))`
+
+/**
+ * The announce, with the survey and its questions: one statement reads the survey's high-water
+ * mark (c0) and takes the shared advisory lock on (survey hash, c0's milliseconds), held to the
+ * end of the transaction, then the survey's row beside each of its questions (sections too).
+ */
+const announceSql = `WITH h AS (SELECT ${highWater} AS c0), announced AS (
+    SELECT c0, pg_advisory_xact_lock_shared(
+      ((hashtext($1) & 1048575)::int8 << 43)
+        | COALESCE((extract(epoch FROM NULLIF(c0, '')::timestamptz) * 1000)::int8, 0)
+    ) AS announce FROM h
+  )
+  SELECT a.c0, s.workspace_id, s.status, s.trashed::int4, s.answer_layout::text, q.id, q.type, q.required::int4, q.allow_multiple::int4, q.options
+  FROM announced a
+  JOIN surveys s ON s.id = $1
+  LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
+  ORDER BY q.position, q.id`
+
+/**
+ * The stamp, a later statement (a fresh snapshot): the high-water mark again (c), the instant
+ * I = the latest of now, c + 1 ms and c0 + 1 ms, and what takes it: the new response with its
+ * rendering, its owner token, its answers and the `response_changes` row. No shared row is locked.
+ * The rendering's layout tag waits for a later statement: the trigger on `answers` clears a tagged
+ * rendering.
+ */
+const stampSql = `WITH h AS (SELECT ${highWater} AS c), t AS (
+    SELECT to_char(GREATEST(
+      $3::timestamptz,
+      NULLIF(c, '')::timestamptz + interval '1 millisecond',
+      NULLIF($4, '')::timestamptz + interval '1 millisecond'
+    ) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at FROM h
+  ), r AS (
+    INSERT INTO responses (id, survey_id, external_user_id, completed, completed_at, created_at, updated_at, answers_json)
+    SELECT $2, $1, NULL, $5::int8, CASE WHEN $5::int8 = 1 THEN t.at END, t.at, t.at, $6 FROM t
+  ), o AS (
+    INSERT INTO respondent_responses (response_id, token_hash) VALUES ($2, $7)
+  ), a AS (
+    INSERT INTO answers (response_id, question_id, value, "values")
+    SELECT $2, a.question_id, a.value, a.vs FROM unnest($8::text[], $9::text[], $10::text[]) AS a (question_id, value, vs)
+  )
+  INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT $2, $1, at FROM t RETURNING changed_at`
+
+/**
+ * The events, the rendering's tag (the survey's layout as read with the questions it was rendered
+ * from), and last before COMMIT the survey's count: its row is locked only from here to COMMIT.
+ */
+const countSql = `WITH e AS (
+    INSERT INTO events (id, type, workspace_id, survey_id, payload, created_at, response_id)
+    SELECT e.id, e.type, $2, $1, e.payload, $5, $6 FROM unnest($3::text[], $4::text[], $7::text[]) AS e (id, type, payload)
+  ), tagged AS (
+    UPDATE responses SET answers_layout = $8::int8 WHERE id = $6
+  )
+  UPDATE surveys SET response_count = response_count + 1 WHERE id = $1`
+
+const create = async (respondent: Respondent, submission: Submitted): Promise<string> => {
+  const { surveyId } = respondent
+  const client = await pool.connect()
+  try {
+    await client.query("BEGIN")
+    const rows = await run(client, announceSql, [surveyId])
+    const first = rows[0]
+    const status = first === undefined ? "gone" : num(first[3]) !== 0 ? "gone" : text(first[2])
+    if (first === undefined || status !== "published") {
+      throw invalid("The survey is no longer accepting responses.", [{ path: "surveyId", message: `survey is ${status}, not published` }])
+    }
+    const c0 = text(first[0])
+    const workspaceId = text(first[1])
+    const layout = text(first[4])
+    const questions: Array<ValidationQuestion & { readonly position: number }> = []
+    for (const row of rows) {
+      if (row[5] === null) continue
+      const type = text(row[6])
+      const options: unknown = JSON.parse(text(row[9]))
+      if (!isStoredType(type) || !isOptions(options)) throw new Error(`question ${text(row[5])}: unreadable row`)
+      questions.push({ id: text(row[5]), type, required: num(row[7]) !== 0, allowMultiple: num(row[8]) !== 0, options, position: questions.length })
+    }
+    const { accepted, issues } = validateAnswers(questions, submission.answers)
+    if (issues.length > 0) throw invalid("Some answers are not valid; nothing was saved.", issues)
+    const stored: ReadonlyArray<CheckedAnswer> = accepted.filter((a) => a.values.length > 0)
+    if (submission.finished) {
+      const missing = missingRequired(questions, new Set(stored.map((a) => a.questionId)))
+      if (missing.length > 0) throw invalid("Required questions are not answered; nothing was saved.", missing)
+    }
+    const responseId = makeId("rsp")
+    // In question order, as the stored rendering and the response read back place them.
+    const position = new Map(questions.map((q) => [q.id, q.position]))
+    const answers = answersJson(
+      stored.map((a) => ({
+        questionId: a.questionId,
+        value: storedValue(a.type, a.values),
+        type: a.type,
+        position: position.get(a.questionId) ?? null,
+        values: a.values
+      })).sort(answerOrder),
+      (a) => a.values
+    )
+    const stamped = await run(client, stampSql, [
+      surveyId,
+      responseId,
+      new Date().toISOString(),
+      c0,
+      submission.finished ? 1 : 0,
+      answers,
+      respondent.tokenHash,
+      stored.map((a) => a.questionId),
+      stored.map((a) => storedValue(a.type, a.values)),
+      stored.map((a) => JSON.stringify(a.values))
+    ])
+    const at = text(stamped[0]?.[0])
+    const timestamp = new Date().toISOString()
+    const response = responseJson(responseId, surveyId, null, submission.finished ? at : null, at, at, answers)
+    const types = submission.finished ? ["response.created", "response.completed"] : ["response.created"]
+    const ids = types.map(() => makeId("evt"))
+    const payloads = types.map((type, i) =>
+      `{"id":${JSON.stringify(ids[i])},"type":"${type}","timestamp":"${timestamp}","formId":${JSON.stringify(surveyId)},` +
+      `"data":{"responseId":${JSON.stringify(responseId)},"externalUserId":null,"response":${response}}}`
+    )
+    await run(client, countSql, [surveyId, workspaceId, ids, types, timestamp, responseId, payloads, layout])
+    await client.query("COMMIT")
+    return responseId
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => undefined)
+    throw e
+  } finally {
+    client.release()
+  }
+}
+
+// --- HTTP ---------------------------------------------------------------------------------------
+
+const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
+
+const answer = (status: number, body: string, requestId: string, headers: Record<string, string> = {}) =>
+  new Response(body, { status, headers: { ...headers, "Content-Type": "application/json", "x-request-id": requestId } })
+
+const bearer = (request: Request): string => {
+  const header = request.headers.get("authorization") ?? ""
+  return header.slice(0, 7).toLowerCase() === "bearer " ? header.slice(7).trim() : ""
+}
+
+const server = Bun.serve({
+  hostname: "127.0.0.1",
+  port: Number(args.port),
+  async fetch(request, listening) {
+    const incoming = request.headers.get("x-request-id")
+    const requestId = incoming !== null && requestIdPattern.test(incoming) ? incoming : `req_${randomBase62(16)}`
+    const path = new URL(request.url).pathname
+    try {
+      if (path === "/healthz" && request.method === "GET") return answer(200, `{"status":"ok"}`, requestId)
+      if (path !== "/respond/v1/responses" || request.method !== "POST") {
+        return answer(404, JSON.stringify({ code: "not_found", message: `No route for ${request.method} ${path}.` }), requestId)
+      }
+      await counted(limits.address(addressKey(listening.requestIP(request)?.address ?? "") ?? "unknown"), "from this address")
+      const respondent = respondentOf(bearer(request), Date.now())
+      await counted(limits.survey(respondent.surveyId), "for this survey")
+      const submission = await readBody(request)
+      const responseId = await create(respondent, submission)
+      return answer(201, JSON.stringify({ responseId }), requestId)
+    } catch (e) {
+      if (e instanceof Answered) return answer(e.status, e.body, requestId, e.headers)
+      console.error(e)
+      return answer(500, JSON.stringify({ code: "internal_error", message: "The service failed to answer this request; it has been logged." }), requestId)
+    }
+  }
+})
+process.on("SIGTERM", () => {
+  void pool.end().finally(() => process.exit(0))
+})
+console.log(`PostgreSQL completions baseline listening on http://127.0.0.1:${server.port}`)
