@@ -23,6 +23,7 @@ import type { QuotaPlan } from "../../src/Auth/CurrentKey.js"
 import { AccountUsage, burstWindowMs, type Decision } from "../../src/Quota/AccountUsage.js"
 import { utcDay, utcMonth } from "../../src/Quota/Calendar.js"
 import { aggregate, pruning, storedUsage } from "../../src/Quota/UsageRows.js"
+import { perMinute } from "../../src/Respondents/RespondentLimits.js"
 import type { CountedRequest } from "../../src/Quota/UsageStore.js"
 import { makeBatchQueue, type Waiting } from "./BatchQueue.js"
 
@@ -54,14 +55,6 @@ const whole = (value: unknown): number => {
   if (!Number.isSafeInteger(n)) throw new Error(`expected a whole number, got ${String(value)}`)
   return n
 }
-
-const perMinute = (limit: number): QuotaPlan => ({
-  planId: "respondent",
-  burstLimit: limit,
-  burstWindowMinutes: 1,
-  dailyLimit: Number.MAX_SAFE_INTEGER,
-  monthlyLimit: Number.MAX_SAFE_INTEGER
-})
 
 /** A count asked for, waiting for its batch. */
 type Count = Waiting<{ readonly accountId: string; readonly plan: QuotaPlan }, Decision>

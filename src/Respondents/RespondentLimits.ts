@@ -52,7 +52,8 @@ export const clientAddress = (request: HttpServerRequest.HttpServerRequest, hops
   return forwarded ?? (remote === undefined ? undefined : addressKey(remote))
 }
 
-const perMinute = (limit: number): QuotaPlan => ({
+/** A respondent limit's plan: `limit` requests a minute, no daily or monthly bound. */
+export const perMinute = (limit: number): QuotaPlan => ({
   planId: "respondent",
   burstLimit: limit,
   burstWindowMinutes: 1,
