@@ -265,8 +265,7 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
      * On PostgreSQL a page by `updatedAt` stops at the bound read by a statement of its own just
      * before (ChangeClockRepo `boundStatement`): every change of the survey not yet committed when
      * the page is read carries a later instant, so a poll from the largest `updatedAt` seen finds
-     * it. On SQLite the page's read sees every committed save, and none is in flight between two
-     * of its own statements that a later one could overtake.
+     * it. On SQLite saves commit one at a time, in the order of their instants: no bound is needed.
      */
     const page = dialect.choose({
       sqlite: () => (r: ListResponses) => pageUpTo(r, undefined),

@@ -153,7 +153,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     /**
      * Stamps the change and appends the save's events, in the outbox with the change itself, then
      * counts a new response: the survey's row is locked by the last statement only, so that the
-     * survey's saves wait for one another one round trip at most.
+     * survey's new responses wait for one another one round trip at most.
      */
     const record = (
       respondent: RespondentContext,
