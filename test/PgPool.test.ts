@@ -30,12 +30,11 @@ const storedResponses = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     (rows) => decodeAs(Schema.Array(Count), rows)[0]?.n ?? -1
   ))
 
-/** Takes `srv_main`'s clock row on an outside connection, in a transaction left open: every save of the survey waits for it. */
-const holdClockRow = (holder: Pg.Client) =>
+/** Takes `srv_main`'s row on an outside connection, in a transaction left open: every new response of the survey waits for it to be counted. */
+const holdSurveyRow = (holder: Pg.Client) =>
   Effect.gen(function*() {
-    yield* onOutside(holder, `INSERT INTO response_clock (survey_id, last_updated_at) VALUES ('srv_main', '') ON CONFLICT DO NOTHING`)
     yield* onOutside(holder, "BEGIN")
-    yield* onOutside(holder, `SELECT * FROM response_clock WHERE survey_id = 'srv_main' FOR UPDATE`)
+    yield* onOutside(holder, `SELECT id FROM surveys WHERE id = 'srv_main' FOR NO KEY UPDATE`)
   })
 
 /** Lets the fibers scheduled so far run (an interruption sent a moment ago is taken by its fiber). */
@@ -49,14 +48,14 @@ const settle = Effect.gen(function*() {
 // PostgreSQL only: SQLite has one connection and no pool.
 describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
   // The clock stands still (TestClock): a wait that only a timer could end never ends.
-  it.effect("a save interrupted while it waits for its survey's clock row gives its connection back; the saves queued behind it answer", () =>
+  it.effect("a save interrupted while it waits for its survey's row gives its connection back; the saves queued behind it answer", () =>
     Effect.gen(function*() {
       const writer = yield* ResponseWriter
       const before = yield* storedResponses
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
-      // Another writer of the survey holds its clock row, as a save in progress does.
-      yield* holdClockRow(holder)
+      // Another writer of the survey holds its row, as a save counting its new response does.
+      yield* holdSurveyRow(holder)
 
       // Two saves take the pool's two connections and queue behind that lock.
       const first = yield* respondent
@@ -133,8 +132,8 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       const { token } = yield* respondent
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
-      // Another process holds the survey's clock row and does not let go.
-      yield* holdClockRow(holder)
+      // Another process holds the survey's row and does not let go.
+      yield* holdSurveyRow(holder)
 
       const save = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) }))
       // The save reached the lock and waits on it: PostgreSQL ends that wait, nobody else does.

@@ -160,15 +160,11 @@ describe.runIf(testDatabase === "postgres")("an erasure and a save of the same p
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
 
-/** Holds the survey's change clock row on `holder` (created when missing), as a save in its last steps would. */
-const holdClock = (holder: Pg.Client, survey: string) =>
+/** Holds the survey's row on `holder`, as a save counting a new response in its last statement would. */
+const holdSurvey = (holder: Pg.Client, survey: string) =>
   Effect.zipRight(
     onOutside(holder, "BEGIN"),
-    onOutside(
-      holder,
-      `INSERT INTO response_clock AS c (survey_id, last_updated_at) VALUES ('${survey}', '2026-01-01T00:00:00.000Z')
-       ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = c.last_updated_at`
-    )
+    onOutside(holder, `SELECT id FROM surveys WHERE id = '${survey}' FOR NO KEY UPDATE`)
   )
 
 /** The tables a service connection waiting for a lock has written to (its row-change locks on tables). */
@@ -187,26 +183,29 @@ const writtenByWaiter = (observer: Pg.Client) =>
 
 const completion = JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
 
-describe.runIf(testDatabase === "postgres")("the survey's turn is taken last in a save on PostgreSQL", () => {
-  it.effect("a save waiting for the survey's change clock has already written its response and answers", () =>
+describe.runIf(testDatabase === "postgres")("the survey's row is taken last in a save on PostgreSQL", () => {
+  it.effect("a new response waiting for its survey's count has already written everything else, its instant announced", () =>
     Effect.gen(function*() {
       const page = yield* call("GET", "/s/srv_main", { headers: { accept: "application/json" } })
       const token = bodyOf(PageToken, page).respondentToken
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
-      yield* holdClock(holder, "srv_main")
+      yield* holdSurvey(holder, "srv_main")
       const saving = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
       yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
       const written = yield* writtenByWaiter(observer)
-      // The survey's count is free meanwhile (the new response's foreign key only shares the row): the
-      // save updates it after taking the clock row.
-      yield* onOutside(observer, "BEGIN")
-      const survey = yield* onOutside(observer, "SELECT id FROM surveys WHERE id = 'srv_main' FOR NO KEY UPDATE NOWAIT")
-      yield* onOutside(observer, "ROLLBACK")
+      const announced = yield* onOutside(
+        observer,
+        `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE a.application_name = 'survey-service' AND a.wait_event_type = 'Lock'
+           AND l.locktype = 'advisory' AND l.mode = 'ShareLock' AND l.granted`
+      )
       yield* onOutside(holder, "COMMIT")
       expect((yield* Fiber.join(saving)).status).toBe(201)
-      expect(written).toEqual(expect.arrayContaining(["answers", "respondent_responses", "responses"]))
-      expect(survey.rowCount).toBe(1)
+      expect(written).toEqual(
+        expect.arrayContaining(["answers", "events", "respondent_responses", "response_changes", "responses"])
+      )
+      expect(Number(announced.rows[0]?.n)).toBe(1)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
   it.effect("of two saves that may each start an embed link's one response, the second is refused", () =>
@@ -214,8 +213,8 @@ describe.runIf(testDatabase === "postgres")("the survey's turn is taken last in 
       const token = yield* embedToken("person-twice")
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
-      // The first save gets as far as the survey's turn and waits there; the second comes meanwhile.
-      yield* holdClock(holder, "srv_main")
+      // The first save gets as far as counting its response and waits there; the second comes meanwhile.
+      yield* holdSurvey(holder, "srv_main")
       const first = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
       yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
       const second = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))

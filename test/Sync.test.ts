@@ -1,9 +1,14 @@
 import { SqlClient } from "@effect/sql"
-import { expect, layer } from "@effect/vitest"
-import { Effect, FastCheck as fc, Ref, Schema, TestClock } from "effect"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Clock, Deferred, Effect, FastCheck as fc, Fiber, Ref, Schema, TestClock } from "effect"
+import { toIso } from "../src/Domain/Time.js"
 import { ResponsePage } from "../src/Responses/Api.js"
+import { boundStatement, type Change, ChangeClockRepo } from "../src/Responses/ChangeClockRepo.js"
+import { Reader } from "../src/Sql/Reader.js"
+import { Transactions } from "../src/Sql/Transactions.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
+import { outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
+import { bodyOf, call, decodeAs, get, testDatabase, TestServer } from "./support/TestServer.js"
 
 /** A page of responses as the API encodes it. */
 const PageBody = Schema.encodedSchema(ResponsePage)
@@ -325,4 +330,167 @@ layer(TestServer(baseFixture))("sync by change, polled", (it) => {
     ({ limit, writers }) => concurrentCopy(writers, limit),
     { fastCheck: { numRuns: 30 } }
   )
+})
+
+const at = (iso: string, plusMillis = 0) => new Date(Date.parse(iso) + plusMillis).toISOString()
+
+/**
+ * A save of the survey held open after its change clock's statements (announce and stamp), as a
+ * save still writing its events would be: answers its instant, and commits when `release` is done.
+ * A new response is inserted first and counted last, as ResponseWriter does. The scope's end
+ * releases it too, so that a failed test leaves no transaction open.
+ */
+const heldSave = (change: Change, release: Deferred.Deferred<void>) =>
+  Effect.gen(function*() {
+    yield* Effect.addFinalizer(() => Deferred.succeed(release, undefined))
+    const clock = yield* ChangeClockRepo
+    const transactions = yield* Transactions
+    const sql = yield* SqlClient.SqlClient
+    const stamped = yield* Deferred.make<string>()
+    const draftedAt = toIso(yield* Clock.currentTimeMillis)
+    const fiber = yield* Effect.fork(transactions.within(Effect.gen(function*() {
+      if (change.created) {
+        yield* sql`INSERT INTO responses ${
+          sql.insert({
+            id: change.responseId,
+            surveyId: change.surveyId,
+            completed: 0,
+            createdAt: draftedAt,
+            updatedAt: draftedAt
+          })
+        }`
+      }
+      yield* Deferred.succeed(stamped, yield* clock.stamp(change))
+      yield* Deferred.await(release)
+      if (change.created) yield* clock.countCreated(change.surveyId)
+    })).pipe(Effect.orDie))
+    return { instant: yield* Deferred.await(stamped), fiber } as const
+  })
+
+/** Every page of a walk by `updatedAfter=from`, `limit` at a time. */
+const walk = (surveyId: string, from: string, limit: number) =>
+  Effect.gen(function*() {
+    const seen: Array<Item> = []
+    let cursor: string | null = null
+    for (let i = 0; i < 100; i++) {
+      const page: typeof PageBody.Type = yield* list(
+        surveyId,
+        `updatedAfter=${from}&limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`
+      )
+      seen.push(...page.data)
+      cursor = page.nextCursor
+      if (cursor === null) break
+    }
+    return seen
+  })
+
+const largest = (items: ReadonlyArray<Item>) => items.reduce((max, r) => r.updatedAt > max ? r.updatedAt : max, "")
+const changes = (items: ReadonlyArray<Item>) => items.map((r) => [r.id, r.updatedAt])
+
+const surveyCount = (surveyId: string) =>
+  Effect.map(get(`/api/v1/surveys/${surveyId}`, TOKENS.editor), (res) => bodyOf(Schema.Struct({ responseCount: Schema.Number }), res).responseCount)
+
+const start = "2026-06-01T00:00:00.000Z"
+
+/** A new survey with two responses, `a` saved at `start` and `b` `laterMillis` after it; `token` saves more. */
+const twoSaved = (surveyId: string, laterMillis: number) =>
+  Effect.gen(function*() {
+    const question = yield* newSurvey(surveyId)
+    yield* TestClock.setTime(Date.parse(start))
+    const token = yield* respondentToken(surveyId)
+    const a = yield* save(token, question, false)
+    yield* TestClock.setTime(Date.parse(at(start, laterMillis)))
+    const b = yield* save(token, question, false)
+    return { question, token, a, b } as const
+  })
+
+// PostgreSQL only: there saves of one survey run at once; on SQLite one writer at a time.
+describe.runIf(testDatabase === "postgres")("sync by change while saves of the survey are in flight on PostgreSQL", () => {
+  it.effect("a walk lists nothing at or after the instant of a save still committing; the next poll finds it", () =>
+    Effect.gen(function*() {
+      const { a, b, question, token } = yield* twoSaved("srv_flight_walk", 1000)
+
+      yield* TestClock.setTime(Date.parse(at(start, 2000)))
+      const release = yield* Deferred.make<void>()
+      const held = yield* heldSave({ surveyId: "srv_flight_walk", responseId: a, created: false, completed: false }, release)
+      expect(held.instant).toBe(at(start, 2000))
+      // A later save commits meanwhile, with a later instant.
+      yield* TestClock.setTime(Date.parse(at(start, 3000)))
+      const c = yield* save(token, question, false)
+
+      const first = yield* walk("srv_flight_walk", "2020-01-01T00:00:00Z", 1)
+      expect(changes(first)).toEqual([[a, start], [b, at(start, 1000)]])
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(held.fiber)
+
+      expect(changes(yield* walk("srv_flight_walk", largest(first), 1))).toEqual([
+        [b, at(start, 1000)],
+        [a, at(start, 2000)],
+        [c, at(start, 3000)]
+      ])
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("a save that announces after a walk's bound takes an instant past it, even with the clock stepped back", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoSaved("srv_flight_late", 1000)
+
+      const reader = yield* Reader
+      const bounds = yield* reader.values(boundStatement, ["srv_flight_late"]).pipe(Effect.orDie)
+      const bound = decodeAs(Schema.Tuple(Schema.Tuple(Schema.String)), bounds)[0][0]
+      expect(bound).toBe(at(start, 1000))
+
+      yield* TestClock.setTime(Date.parse(at(start, -60_000)))
+      const release = yield* Deferred.make<void>()
+      const held = yield* heldSave({ surveyId: "srv_flight_late", responseId: a, created: false, completed: false }, release)
+      expect(held.instant).toBe(at(start, 1001))
+      expect(held.instant > bound).toBe(true)
+      // The walk's own bound, read while the save is in flight, stays below the save's instant.
+      const during = yield* walk("srv_flight_late", "2020-01-01T00:00:00Z", 2)
+      expect(changes(during)).toEqual([[a, start], [b, at(start, 1000)]])
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(held.fiber)
+
+      expect(changes(yield* walk("srv_flight_late", largest(during), 2))).toEqual([[b, at(start, 1000)], [a, at(start, 1001)]])
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("two new responses of one survey are stamped at once, neither waiting for the other; both count", () =>
+    Effect.gen(function*() {
+      const question = yield* newSurvey("srv_flight_pair")
+      yield* TestClock.setTime(Date.parse(start))
+      const token = yield* respondentToken("srv_flight_pair")
+      const a = yield* save(token, question, true)
+      const observer = yield* outsideConnection
+
+      const release = yield* Deferred.make<void>()
+      const x = yield* heldSave({ surveyId: "srv_flight_pair", responseId: "rsp_flight_x", created: true, completed: false }, release)
+      const y = yield* heldSave({ surveyId: "srv_flight_pair", responseId: "rsp_flight_y", created: true, completed: true }, release)
+      // Both stamped while both are open: no turn of the survey's between the stamp and the commit.
+      expect([x.instant, y.instant]).toEqual([at(start, 1), at(start, 1)])
+      expect(yield* serviceLockWaiters(observer)).toBe(0)
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(x.fiber)
+      yield* Fiber.join(y.fiber)
+
+      expect(yield* surveyCount("srv_flight_pair")).toBe(3)
+      const after = yield* walk("srv_flight_pair", start, 10)
+      expect(after.map((r) => [r.id, r.createdAt, r.updatedAt, r.completedAt])).toEqual([
+        [a, start, start, start],
+        ["rsp_flight_x", at(start, 1), at(start, 1), null],
+        ["rsp_flight_y", at(start, 1), at(start, 1), at(start, 1)]
+      ])
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+})
+
+layer(TestServer(baseFixture))("sync by change across deletions", (it) => {
+  it.effect("deleting the survey's latest response does not take its instants back", () =>
+    Effect.gen(function*() {
+      const { b: latest, question, token } = yield* twoSaved("srv_sync_deleted", 5000)
+      const deleted = yield* call("DELETE", `/api/v1/surveys/srv_sync_deleted/responses/${latest}`, { token: TOKENS.editor })
+      expect(deleted.status).toBe(204)
+
+      yield* TestClock.setTime(Date.parse(start))
+      const next = yield* save(token, question, false)
+      const seen = yield* walk("srv_sync_deleted", at(start, 5000), 10)
+      expect(changes(seen)).toEqual([[next, at(start, 5001)]])
+    }))
 })

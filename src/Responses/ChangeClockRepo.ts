@@ -1,8 +1,8 @@
-// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:scale --only completions`; guarded by test/PgRaces.test.ts and test/PgPool.test.ts.
-import { SqlClient, type Statement } from "@effect/sql"
+// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:scale --only completions`; guarded by test/PgRaces.test.ts, test/PgPool.test.ts and test/Sync.test.ts.
+import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { toIso } from "../Domain/Time.js"
-import { SqlDialect } from "../Sql/Dialect.js"
+import { SqlDialect, toNumbered } from "../Sql/Dialect.js"
 import { column, rowShape } from "../Sql/Rows.js"
 import type { DatabaseError } from "../Sql/Transactions.js"
 
@@ -25,51 +25,97 @@ const millisOf = (instant: string | null): number => {
 
 const Stamped = rowShape({ at: column.text("at") })
 const Latest = rowShape({ last: column.nullableText("last") })
+const Announced = rowShape({ c0: column.text("c0") })
 
-/** The response's columns that take the change's instant `at` (a value, or on PostgreSQL the statement's own). */
-const stamps = (sql: SqlClient.SqlClient, change: Change, at: string | Statement.Fragment) =>
-  sql`updated_at = ${at}${change.created ? sql`, created_at = ${at}` : sql``}${
-    change.completed ? sql`, completed = 1, completed_at = ${at}` : sql``
+/** The response's columns that take the change's instant, the SQL `at`. */
+const stampColumns = (change: Pick<Change, "created" | "completed">, at: string) =>
+  `updated_at = ${at}${change.created ? `, created_at = ${at}` : ""}${
+    change.completed ? `, completed = 1, completed_at = ${at}` : ""
   }`
 
-/**
- * PostgreSQL's instant after `last` (an ISO text; empty or null when there is none) for a change
- * made at `now`: the later of `now` and one millisecond after `last`, in the service's ISO form.
- * The server computes it in the statement that locks the clock row, so that locking and
- * recording take one round trip.
- */
-const following = (sql: SqlClient.SqlClient, last: Statement.Fragment, now: string) =>
-  sql`to_char(GREATEST(${now}::timestamptz, NULLIF(${last}, '')::timestamptz + interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+/** The ISO text of a `timestamptz` expression, in the service's form. */
+const isoText = (instant: string) => `to_char((${instant}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
-/** PostgreSQL: one statement, the survey's clock row locked by it until commit. */
+/**
+ * The survey's high-water on PostgreSQL: the latest instant a committed change of the survey
+ * carries, '' when there is none. The clock row keeps it from going back when the latest responses
+ * are deleted (ResponseDeletionRepo `raiseClock`). `?1` is the survey id; `except` (`?2`) leaves
+ * out a response that the save itself created, which no one else sees yet.
+ */
+const highWater = (except: boolean) =>
+  `GREATEST(COALESCE((SELECT last_updated_at FROM response_clock WHERE survey_id = ?1), ''),
+            COALESCE((SELECT MAX(updated_at) FROM responses WHERE survey_id = ?1${except ? " AND id <> ?2" : ""}), ''))`
+
+/**
+ * A survey's announce keys: an advisory lock key of 20 bits of the survey's hash above 43 bits of
+ * milliseconds since the Unix epoch. Two surveys of one hash only make each other's readers'
+ * bounds lower, never wrong.
+ */
+const millisBits = 43
+const millisMask = 2 ** millisBits - 1
+const surveyBits = `(hashtext(?1) & 1048575)::int8`
+const announceKey = (instant: string) =>
+  `(${surveyBits} << ${millisBits}) | CASE WHEN ${instant} = '' THEN 0
+     ELSE LEAST(GREATEST((extract(epoch FROM (${instant})::timestamptz) * 1000)::int8, 0), ${millisMask}) END`
+
+/**
+ * The bound of a read by `updatedAfter` on PostgreSQL; its one parameter is the survey id. One
+ * statement: the survey's high-water under the statement's snapshot, and the earliest instant
+ * announced by a save of the survey still in flight, read from `pg_locks` after that snapshot was
+ * taken; the bound is the smaller. A change that a later snapshot does not see yet carries an
+ * instant after it (docs/architecture.md#the-change-clock).
+ */
+export const boundStatement = `SELECT CASE WHEN a.ms IS NULL THEN k.h
+    ELSE LEAST(k.h, ${isoText(`to_timestamp(0) + a.ms * interval '1 millisecond'`)}) END AS bound
+  FROM (SELECT ${highWater(false)} AS h) k,
+    (SELECT MIN(held.key & ${millisMask}) AS ms FROM (
+       SELECT (classid::int8 << 32) | objid::int8 AS key FROM pg_locks
+       WHERE locktype = 'advisory' AND objsubid = 1
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+     ) held
+     WHERE held.key >> ${millisBits} = ${surveyBits}) a`
+
+/**
+ * PostgreSQL's announce: the high-water c0 under this statement's snapshot, and the shared announce
+ * lock of c0, held until the transaction ends. Shared locks never wait for one another.
+ */
+const announceText = (created: boolean) =>
+  toNumbered(`SELECT k.c0, pg_advisory_xact_lock_shared(${announceKey("k.c0")})
+    FROM (SELECT ${highWater(created)} AS c0) k`)
+const announceStatements = { created: announceText(true), changed: announceText(false) } as const
+
+/**
+ * PostgreSQL's stamp, after the announce: the instant is the later of `now` (`?3`), one millisecond
+ * after the high-water c under this statement's snapshot, and one millisecond after c0 (`?4`); the
+ * response's stamps and the change row take it.
+ */
+const stampText = (change: Pick<Change, "created" | "completed">) => {
+  const at = "(SELECT at FROM instant)"
+  return toNumbered(`WITH instant AS (
+      SELECT ${isoText(`GREATEST(?3::timestamptz, NULLIF(GREATEST(${highWater(change.created)}, ?4), '')::timestamptz + interval '1 millisecond')`)} AS at
+    ), stamped AS (
+      UPDATE responses SET ${stampColumns(change, at)} WHERE id = ?2 RETURNING id
+    )
+    INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT ?2, ?1, at FROM instant
+    RETURNING changed_at AS at`)
+}
+const stampStatements = [false, true].map((created) => [false, true].map((completed) => stampText({ created, completed })))
+const stampStatement = (change: Change) => stampStatements[Number(change.created)]?.[Number(change.completed)] ?? stampText(change)
+
+/**
+ * PostgreSQL: two statements, and no row that another save of the survey waits for. The announce
+ * holds the survey's announce lock of c0, so that a reader's bound stays below this change until
+ * it commits; the stamp is a later statement with a fresh snapshot, so that its high-water c is at
+ * least what a reader whose bound statement ran before the announce read: the instant is after
+ * both (docs/architecture.md#the-change-clock).
+ */
 const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
   Effect.gen(function*() {
     const { responseId, surveyId } = change
-    // One statement locks the clock row, records the instant and writes what takes it: from here
-    // to commit the survey's other saves wait, so nothing else runs in between. The first save
-    // through the service follows the survey's imported responses. A save waiting here has
-    // written only to its own rows: it holds nothing that the aggregator's or another survey's
-    // writers wait for (the aggregator's `LOCK TABLE response_changes IN SHARE MODE` waits for
-    // every transaction that wrote a change row, src/Sql/Dialect.ts `readSettled`). Every part
-    // after the clock reads its instant, so the clock row is always locked before the survey row.
-    const imported = sql`(SELECT MAX(updated_at) FROM responses WHERE survey_id = ${surveyId} AND id <> ${responseId})`
-    const at = sql`(SELECT at FROM clock)`
-    const rows = yield* sql`WITH clock AS (
-            INSERT INTO response_clock AS c (survey_id, last_updated_at)
-            VALUES (${surveyId}, ${following(sql, imported, now)})
-            ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = ${following(sql, sql`c.last_updated_at`, now)}
-            RETURNING c.last_updated_at AS at
-          ), stamped AS (
-            UPDATE responses SET ${stamps(sql, change, at)} WHERE id = ${responseId} RETURNING id
-          )${
-      change.created
-        ? sql`, counted AS (
-            UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId} AND ${at} IS NOT NULL RETURNING id
-          )`
-        : sql``
-    }
-          INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT ${responseId}, ${surveyId}, at FROM clock
-          RETURNING changed_at AS at`.values
+    const params = change.created ? [surveyId, responseId] : [surveyId]
+    const announced = yield* sql.unsafe(announceStatements[change.created ? "created" : "changed"], params).values
+    const c0 = announced[0] === undefined ? "" : Announced.read(announced[0]).c0
+    const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, c0]).values
     const row = rows[0]
     if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
     return Stamped.read(row).at
@@ -90,8 +136,7 @@ const sqliteStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
     const at = toIso(Math.max(Date.parse(now), millisOf(last) + 1))
     yield* sql`INSERT INTO response_clock (survey_id, last_updated_at) VALUES (${surveyId}, ${at})
           ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = excluded.last_updated_at`
-    yield* sql`UPDATE responses SET ${stamps(sql, change, at)} WHERE id = ${responseId}`
-    if (change.created) yield* sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId}`
+    yield* sql.unsafe(`UPDATE responses SET ${stampColumns(change, "?1")} WHERE id = ?2`, [at, responseId])
     yield* sql`INSERT INTO response_changes ${sql.insert({ responseId, surveyId, changedAt: at })}`
     return at
   })
@@ -107,19 +152,26 @@ export class ChangeClockRepo extends Effect.Service<ChangeClockRepo>()("Response
     return {
       /**
        * Gives a save its instant and records the change: `updatedAt` (and `createdAt` of a new
-       * response, `completedAt` of a completing save), the survey's response count for a new
-       * response, and the `response_changes` row the aggregator follows. The instant is the
-       * current time, or one millisecond after the last instant given out for the survey when that
-       * is later (a burst within one millisecond, a wall clock stepped back).
+       * response, `completedAt` of a completing save) and the `response_changes` row the
+       * aggregator follows. The instant is the current time, or one millisecond after the latest
+       * instant of the survey's changes when that is later (a burst within one millisecond, a wall
+       * clock stepped back), so that within a survey `updatedAt` grows.
        *
-       * Call it last in the save's transaction: from here to commit the survey's writers take
-       * turns (SQLite's one write transaction; PostgreSQL's lock on the survey's clock row, and on
-       * the survey row for a new response), so within a survey `updatedAt` grows in commit order,
-       * and every round trip after it makes the survey's other saves wait.
+       * Call it after the save's other writes to the response. On SQLite the save's transaction
+       * is the one writer from its first write; on PostgreSQL saves of one survey do not wait for
+       * one another here, and a reader by `updatedAfter` lists nothing at or after this instant
+       * until the save commits (`boundStatement`).
        */
       stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change) {
         return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis))
-      })
+      }),
+      /**
+       * Counts a new response in its survey's `responseCount`. The last statement of a save: on
+       * PostgreSQL the survey's row stays locked from here to commit, and the survey's other new
+       * responses wait for it meanwhile.
+       */
+      countCreated: (surveyId: string): Effect.Effect<void, DatabaseError> =>
+        Effect.asVoid(sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId}`)
     } as const
   })
 }) {}

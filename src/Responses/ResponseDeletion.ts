@@ -62,12 +62,9 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         if (doomed.length === 0) return
         const ids = doomed.map((d) => d.id)
         yield* subtractContributions(ids)
-        // Row locks before the outbox, whose readers wait for open writers (src/Sql/Dialect.ts): the
-        // responses (read locked), the surveys' counts, then the payloads.
-        for (const rows of Object.values(Arr.groupBy(doomed, (d) => d.surveyId))) {
-          yield* repo.lowerResponseCount(rows[0].surveyId, rows.length)
-        }
+        const bySurvey = Object.values(Arr.groupBy(doomed, (d) => d.surveyId))
         yield* reducePayloads(doomed)
+        for (const rows of bySurvey) yield* repo.raiseClock(rows[0].surveyId, rows.map((d) => d.id))
         yield* repo.deleteResponses(ids)
         for (const d of doomed) {
           yield* outbox.append({
@@ -78,6 +75,11 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
             data: { responseId: d.id, externalUserId: d.externalUserId }
           })
         }
+        // The surveys' rows last, as a save counts its new response after writing its events
+        // (src/Responses/ResponseWriter.ts). Holding a survey's row while the payloads' writes queue
+        // behind an outbox reader (src/Sql/Dialect.ts `readSettled`), which waits for that save, which
+        // waits for the row, would stand all three still.
+        for (const rows of bySurvey) yield* repo.lowerResponseCount(rows[0].surveyId, rows.length)
       })
 
     /** Deletes one response of a survey of the workspace; answers whether it existed. */

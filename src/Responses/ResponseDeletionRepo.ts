@@ -91,6 +91,24 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
     const lowerResponseCount = (surveyId: SurveyId, count: number) =>
       sql`UPDATE surveys SET response_count = CASE WHEN response_count > ${count} THEN response_count - ${count} ELSE 0 END WHERE id = ${surveyId}`
 
+    /**
+     * Keeps the survey's high-water from going back when its latest responses go: the survey's
+     * clock row takes the latest `updatedAt` of the doomed responses when that is later. On
+     * PostgreSQL saves read the high-water from the responses and this row
+     * (src/Responses/ChangeClockRepo.ts); on SQLite every save writes the row itself.
+     */
+    const raiseClock = dialect.choose({
+      sqlite: () => (_surveyId: SurveyId, _ids: ReadonlyArray<ResponseId>) => Effect.void,
+      pg: () => (surveyId: SurveyId, ids: ReadonlyArray<ResponseId>) =>
+        Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
+          sql`INSERT INTO response_clock AS c (survey_id, last_updated_at)
+            SELECT ${surveyId}, MAX(updated_at) FROM responses WHERE survey_id = ${surveyId} AND id IN ${sql.in(part)}
+            HAVING MAX(updated_at) IS NOT NULL
+            ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = GREATEST(c.last_updated_at, excluded.last_updated_at)`, {
+          discard: true
+        })
+    })
+
     /** The stored events linked to one of the responses. */
     const linkedEvents = (ids: ReadonlyArray<ResponseId>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
@@ -144,6 +162,7 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
       doomedOfPerson,
       deletePersonTokens,
       lowerResponseCount,
+      raiseClock,
       linkedEvents,
       unlinkedEvents,
       replacePayload,

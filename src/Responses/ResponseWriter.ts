@@ -151,8 +151,9 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
       })
 
     /**
-     * Stamps the change and appends the save's events, in the outbox with the change itself. Last:
-     * the change's instant and what follows it take the survey's turn until commit.
+     * Stamps the change and appends the save's events, in the outbox with the change itself, then
+     * counts a new response: the survey's row is locked by the last statement only, so that the
+     * survey's new responses wait for one another one round trip at most.
      */
     const record = (
       respondent: RespondentContext,
@@ -178,6 +179,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
           responseId,
           data: { responseId, externalUserId: response.externalUserId, response }
         })))
+        if (created) yield* changeClock.countCreated(respondent.surveyId)
       })
 
     const write = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
