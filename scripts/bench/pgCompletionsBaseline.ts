@@ -393,12 +393,16 @@ const server = Bun.serve({
       return answer(201, JSON.stringify({ responseId }), requestId)
     } catch (e) {
       if (e instanceof Answered) return answer(e.status, e.body, requestId, e.headers)
+      // A request still in flight when the process stops finds the pool ending: not an error of the baseline.
+      if (stopping) return answer(503, JSON.stringify({ code: "service_unavailable", message: "The service is stopping." }), requestId)
       console.error(e)
       return answer(500, JSON.stringify({ code: "internal_error", message: "The service failed to answer this request; it has been logged." }), requestId)
     }
   }
 })
+let stopping = false
 process.on("SIGTERM", () => {
-  void pool.end().finally(() => process.exit(0))
+  stopping = true
+  void server.stop(true).then(() => pool.end()).finally(() => process.exit(0))
 })
 console.log(`PostgreSQL completions baseline listening on http://127.0.0.1:${server.port}`)
