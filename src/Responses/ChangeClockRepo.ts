@@ -1,4 +1,4 @@
-// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:scale --only completions`; guarded by test/PgRaces.test.ts, test/PgPool.test.ts and test/Sync.test.ts.
+// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:completions`; guarded by test/PgRaces.test.ts, test/PgPool.test.ts and test/Sync.test.ts.
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { toIso } from "../Domain/Time.js"

@@ -306,7 +306,7 @@ export const pgClientOptions = (
  * `@effect/sql-pg` answers the interruption of a statement in flight with
  * `SELECT pg_cancel_backend(pid)` sent through the same pool, and keeps the connection until that
  * statement has run. Under load every connection is taken, often by transactions queued behind a
- * row lock that the interrupted transaction holds (a survey's `response_clock` row), so the
+ * row lock that the interrupted transaction holds (a survey's row, locked by a save's count), so the
  * cancel waited for a connection that could only come free after it: the pool stood still until
  * the library gave up on the cancel after 5 s, and a cancel still queued then could run later
  * against whatever statement that backend served by then, another request's. Completions under sustained
