@@ -1,7 +1,7 @@
 // Stored renderings of answers: `bun run bench:read` measures them, test/AnswerDocuments.test.ts guards them (docs/architecture.md#measured-shortcuts).
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient, Statement } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
-import { AnswerColumns, answersOfResponsesIn } from "./AnswerSql.js"
+import { AnswerColumns, type AnswerRow, answersOfResponsesIn } from "./AnswerSql.js"
 import { answersByResponse, answersJson } from "./AnswerWire.js"
 
 /**
@@ -34,6 +34,17 @@ export const parseStoredValues = (where: string, json: string): ReadonlyArray<st
 
 const batch = 400
 
+/** Stores each `(id, rendering)` in its response's row, tagged with its survey's current `answer_layout`. */
+const storeRenderings = (sql: SqlClient.SqlClient, rendered: ReadonlyArray<Statement.Fragment>) =>
+  sql`WITH rendered (id, answers_json) AS (VALUES ${sql.join(", ", false)(rendered)})
+     UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout
+     FROM rendered, surveys s
+     WHERE responses.id = rendered.id AND s.id = responses.survey_id`
+
+/** The rendering of response `id` from its answer rows, as a `VALUES` row of `storeRenderings`. */
+const renderingOf = (sql: SqlClient.SqlClient, id: string, answers: ReadonlyArray<AnswerRow>) =>
+  sql`(${id}, ${answersJson(answers, (a) => parseStoredValues(`${id}/${a.questionId}`, a.values))})`
+
 /**
  * Renders `answers_json` again for these responses from their answer rows and their surveys'
  * current questions, tagged with each survey's `answer_layout`. A repository that writes answers
@@ -46,12 +57,14 @@ export const refreshAnswerDocuments = (sql: SqlClient.SqlClient, ids: ReadonlyAr
       const rows = yield* sql`${sql.literal(answersOfResponsesIn)} ${sql.in(part)}`.values
       const byResponse = answersByResponse(rows.map(AnswerColumns.read))
       // A response without answers renders as `[]`; an id with no response row updates nothing.
-      const rendered = part.map((id) =>
-        sql`(${id}, ${answersJson(byResponse.get(id) ?? [], (a) => parseStoredValues(`${id}/${a.questionId}`, a.values))})`
-      )
-      yield* sql`WITH rendered (id, answers_json) AS (VALUES ${sql.join(", ", false)(rendered)})
-         UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout
-         FROM rendered, surveys s
-         WHERE responses.id = rendered.id AND s.id = responses.survey_id`
+      yield* storeRenderings(sql, part.map((id) => renderingOf(sql, id, byResponse.get(id) ?? [])))
     }
   })
+
+/**
+ * Renders `answers_json` of one response from `answers`, all of its answer rows as read in the
+ * transaction that wrote them (with their questions as they are now): what `refreshAnswerDocuments`
+ * would store, without reading them again.
+ */
+export const storeAnswerDocument = (sql: SqlClient.SqlClient, id: string, answers: ReadonlyArray<AnswerRow>) =>
+  storeRenderings(sql, [renderingOf(sql, id, answersByResponse(answers).get(id) ?? [])])

@@ -285,10 +285,12 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
           Effect.map(Option.map(({ answers, row }) => listedTexts([row], answers).join(""))),
           Effect.orDie
         ),
-      /** One response assembled from its answer rows. */
-      findById: (surveyId: SurveyId, id: ResponseId) =>
+      /** One response assembled from its answer rows, and those rows. */
+      findWithAnswers: (surveyId: SurveyId, id: ResponseId) =>
         findOne(surveyId, id, "all").pipe(
-          Effect.map(Option.flatMap(({ answers, row }) => Option.fromNullable(assemble([row], answers)[0]))),
+          Effect.map(Option.flatMap(({ answers, row }) =>
+            Option.map(Option.fromNullable(assemble([row], answers)[0]), (response) => ({ response, answers }))
+          )),
           Effect.orDie
         )
     } as const

@@ -130,8 +130,9 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
       })
 
     /**
-     * Stores the answers and renders them, then reads the response as it now stands, once: a
-     * finishing save is checked against its answers, and the save's events carry it.
+     * Stores the answers, then reads the response as it now stands, once: a finishing save is
+     * checked against its answers, the save's events carry it, and its rendering is written from
+     * the same answer rows.
      */
     const storeAnswers = (
       surveyId: SurveyId,
@@ -141,12 +142,14 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     ) =>
       Effect.gen(function*() {
         yield* saves.storeAnswers(responseId, accepted)
-        yield* saves.renderAnswers(responseId)
-        const stored = yield* responses.findById(surveyId, responseId).pipe(Effect.flatMap(Effect.orDie))
+        const { answers, response: stored } = yield* responses.findWithAnswers(surveyId, responseId).pipe(
+          Effect.flatMap(Effect.orDie)
+        )
         if (Option.isSome(finishing)) {
           const missing = missingRequired(finishing.value, answeredQuestions(stored))
           if (missing.length > 0) return yield* invalid("Required questions are not answered; nothing was saved.", missing)
         }
+        yield* saves.renderAnswers(responseId, answers)
         return stored
       })
 
