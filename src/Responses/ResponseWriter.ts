@@ -5,7 +5,7 @@ import { type RespondentContext, tokenRefused } from "../Domain/Respondent.js"
 import { SurveyResponse } from "../Domain/Response.js"
 import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/OutboxRepo.js"
-import { QuestionRepo, type QuestionRow } from "../Questions/QuestionRepo.js"
+import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
@@ -51,7 +51,6 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const saves = yield* ResponseWriteRepo
     const changeClock = yield* ChangeClockRepo
     const surveys = yield* SurveyRepo
-    const questions = yield* QuestionRepo
     const responses = yield* ResponseRepo
     const outbox = yield* Outbox
 
@@ -72,27 +71,32 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
           (held) => held ? Effect.void : Effect.fail(tokenRefused())
         )
 
-    /** The survey's workspace, while the survey accepts responses. */
+    /** The survey's workspace and its current questions, read together, while the survey accepts responses. */
     const acceptingSurvey = (surveyId: SurveyId) =>
-      Effect.flatMap(surveys.findById(surveyId), (found): Effect.Effect<WorkspaceId, InvalidRequest> => {
-        if (Option.isSome(found) && !found.value.trashed && found.value.status === "published") {
-          return Effect.succeed(found.value.workspaceId)
+      Effect.flatMap(
+        surveys.findWithQuestions(surveyId),
+        (found): Effect.Effect<{ readonly workspaceId: WorkspaceId; readonly questions: ReadonlyArray<QuestionRow> }, InvalidRequest> => {
+          if (Option.isSome(found) && !found.value.survey.trashed && found.value.survey.status === "published") {
+            return Effect.succeed({ workspaceId: found.value.survey.workspaceId, questions: found.value.questions })
+          }
+          const status = Option.match(found, {
+            onNone: () => "gone",
+            onSome: ({ survey }) => survey.trashed ? "gone" : survey.status
+          })
+          return Effect.fail(invalid("The survey is no longer accepting responses.", [
+            { path: "surveyId", message: `survey is ${status}, not published` }
+          ]))
         }
-        const status = Option.match(found, { onNone: () => "gone", onSome: (s) => s.trashed ? "gone" : s.status })
-        return Effect.fail(invalid("The survey is no longer accepting responses.", [
-          { path: "surveyId", message: `survey is ${status}, not published` }
-        ]))
-      })
+      )
 
-    /** The survey's questions, and the submitted answers checked against them, in their stored form. */
-    const validated = (surveyId: SurveyId, submission: Submission) =>
-      Effect.flatMap(questions.listForSurvey(surveyId), (rows) => {
-        const checkable = rows.map(validationQuestion)
-        const { accepted, issues } = validateAnswers(checkable, submission.answers)
-        return issues.length > 0
-          ? Effect.fail(invalid("Some answers are not valid; nothing was saved.", issues))
-          : Effect.succeed({ checkable, accepted })
-      })
+    /** The submitted answers checked against the survey's questions, in their stored form. */
+    const validated = (questions: ReadonlyArray<QuestionRow>, submission: Submission) => {
+      const checkable = questions.map(validationQuestion)
+      const { accepted, issues } = validateAnswers(checkable, submission.answers)
+      return issues.length > 0
+        ? Effect.fail(invalid("Some answers are not valid; nothing was saved.", issues))
+        : Effect.succeed({ checkable, accepted })
+    }
 
     /** A new response of the respondent, or the one named, if the respondent started it and it is not completed. */
     const resolveTarget = (respondent: RespondentContext, target: Option.Option<ResponseId>) =>
@@ -188,8 +192,8 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const write = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
       Effect.gen(function*() {
         yield* holdToken(respondent, target)
-        const workspaceId = yield* acceptingSurvey(respondent.surveyId)
-        const { accepted, checkable } = yield* validated(respondent.surveyId, submission)
+        const { questions, workspaceId } = yield* acceptingSurvey(respondent.surveyId)
+        const { accepted, checkable } = yield* validated(questions, submission)
         const responseId = yield* resolveTarget(respondent, target)
         const finishing = submission.finished ? Option.some(checkable) : Option.none()
         const stored = yield* storeAnswers(respondent.surveyId, responseId, accepted, finishing)
