@@ -16,7 +16,7 @@ import { answersByResponse, answersJson } from "./AnswerWire.js"
  * from the `answers` rows, as it always could. Triggers on `answers` clear the rendering of a
  * response whenever any of its answers changes, whoever writes (the service, the CLI, `sqlite3` by
  * hand), so a stale rendering is never served; the writers then render again in the same
- * transaction with `refreshAnswerDocuments`.
+ * transaction with `refreshAnswerDocuments` (or `storeAnswerDocument`, from the rows they just read).
  *
  * The `answers` table stays the record of what was answered (analytics, the CSV export and
  * `GET /responses/{id}` read it); `answers_json` is a copy of the same answer text in the
