@@ -1,5 +1,5 @@
 // Stored renderings of answers: `bun run bench:read` measures them, test/AnswerDocuments.test.ts guards them (docs/architecture.md#measured-shortcuts).
-import type { SqlClient, Statement } from "@effect/sql"
+import type { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { AnswerColumns, type AnswerRow, answersOfResponsesIn } from "./AnswerSql.js"
 import { answersByResponse, answersJson } from "./AnswerWire.js"
@@ -16,7 +16,7 @@ import { answersByResponse, answersJson } from "./AnswerWire.js"
  * from the `answers` rows, as it always could. Triggers on `answers` clear the rendering of a
  * response whenever any of its answers changes, whoever writes (the service, the CLI, `sqlite3` by
  * hand), so a stale rendering is never served; the writers then render again in the same
- * transaction with `refreshAnswerDocuments` (or `storeAnswerDocument`, from the rows they just read).
+ * transaction with `refreshAnswerDocuments` (a respondent's save with its stamps, `answerDocument`).
  *
  * The `answers` table stays the record of what was answered (analytics, the CSV export and
  * `GET /responses/{id}` read it); `answers_json` is a copy of the same answer text in the
@@ -34,16 +34,14 @@ export const parseStoredValues = (where: string, json: string): ReadonlyArray<st
 
 const batch = 400
 
-/** Stores each `(id, rendering)` in its response's row, tagged with its survey's current `answer_layout`. */
-const storeRenderings = (sql: SqlClient.SqlClient, rendered: ReadonlyArray<Statement.Fragment>) =>
-  sql`WITH rendered (id, answers_json) AS (VALUES ${sql.join(", ", false)(rendered)})
-     UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout
-     FROM rendered, surveys s
-     WHERE responses.id = rendered.id AND s.id = responses.survey_id`
-
-/** The rendering of response `id` from its answer rows, as a `VALUES` row of `storeRenderings`. */
-const renderingOf = (sql: SqlClient.SqlClient, id: string, answers: ReadonlyArray<AnswerRow>) =>
-  sql`(${id}, ${answersJson(answers, (a) => parseStoredValues(`${id}/${a.questionId}`, a.values))})`
+/**
+ * The `answers_json` of response `id` from `answers`, all of its answer rows as read in the
+ * transaction that wrote them (with their questions as they are now): what
+ * `refreshAnswerDocuments` stores. The respondent's save stores it with its change's stamps
+ * (src/Responses/ChangeClockRepo.ts).
+ */
+export const answerDocument = (id: string, answers: ReadonlyArray<AnswerRow>): string =>
+  answersJson(answersByResponse(answers).get(id) ?? [], (a) => parseStoredValues(`${id}/${a.questionId}`, a.values))
 
 /**
  * Renders `answers_json` again for these responses from their answer rows and their surveys'
@@ -55,16 +53,12 @@ export const refreshAnswerDocuments = (sql: SqlClient.SqlClient, ids: ReadonlyAr
   Effect.gen(function*() {
     for (const part of Arr.chunksOf(Arr.dedupe(ids), batch)) {
       const rows = yield* sql`${sql.literal(answersOfResponsesIn)} ${sql.in(part)}`.values
-      const byResponse = answersByResponse(rows.map(AnswerColumns.read))
+      const answers = rows.map(AnswerColumns.read)
       // A response without answers renders as `[]`; an id with no response row updates nothing.
-      yield* storeRenderings(sql, part.map((id) => renderingOf(sql, id, byResponse.get(id) ?? [])))
+      const rendered = part.map((id) => sql`(${id}, ${answerDocument(id, answers)})`)
+      yield* sql`WITH rendered (id, answers_json) AS (VALUES ${sql.join(", ", false)(rendered)})
+         UPDATE responses SET answers_json = rendered.answers_json, answers_layout = s.answer_layout
+         FROM rendered, surveys s
+         WHERE responses.id = rendered.id AND s.id = responses.survey_id`
     }
   })
-
-/**
- * Renders `answers_json` of one response from `answers`, all of its answer rows as read in the
- * transaction that wrote them (with their questions as they are now): what `refreshAnswerDocuments`
- * would store, without reading them again.
- */
-export const storeAnswerDocument = (sql: SqlClient.SqlClient, id: string, answers: ReadonlyArray<AnswerRow>) =>
-  storeRenderings(sql, [renderingOf(sql, id, answersByResponse(answers).get(id) ?? [])])

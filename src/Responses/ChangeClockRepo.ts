@@ -14,6 +14,13 @@ export interface Change {
   readonly created: boolean
   /** The save completes the response: `completed` is set and `completedAt` is the instant. */
   readonly completed: boolean
+  /**
+   * The response's answers rendered in wire form (src/Responses/AnswerDocumentRepo.ts), as they
+   * stand after the save: stored with the stamps, tagged with the survey's current answer layout,
+   * so that the save writes its response row once more, not twice. Without it the stored
+   * rendering stays as it is.
+   */
+  readonly rendering?: string | undefined
 }
 
 type Stamp = (change: Change, now: string) => Effect.Effect<string, DatabaseError>
@@ -32,6 +39,10 @@ const stampColumns = (change: Pick<Change, "created" | "completed">, at: string)
   `updated_at = ${at}${change.created ? `, created_at = ${at}` : ""}${
     change.completed ? `, completed = 1, completed_at = ${at}` : ""
   }`
+
+/** The response's stored rendering, the SQL `rendering`, tagged with the layout of survey `survey` (SQL). */
+const renderingColumns = (rendering: string, survey: string) =>
+  `answers_json = ${rendering}, answers_layout = (SELECT answer_layout FROM surveys WHERE id = ${survey})`
 
 /** The ISO text of a `timestamptz` expression, in the service's form. */
 const isoText = (instant: string) => `to_char((${instant}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
@@ -87,20 +98,27 @@ const announceStatements = { created: announceText(true), changed: announceText(
 /**
  * PostgreSQL's stamp, after the announce: the instant is the later of `now` (`?3`), one millisecond
  * after the high-water c under this statement's snapshot, and one millisecond after c0 (`?4`); the
- * response's stamps and the change row take it.
+ * response's stamps (with its rendering, `?5`, when the save brings one) and the change row take it.
  */
-const stampText = (change: Pick<Change, "created" | "completed">) => {
+const stampText = (change: Pick<Change, "created" | "completed"> & { readonly rendered: boolean }) => {
   const at = "(SELECT at FROM instant)"
   return toNumbered(`WITH instant AS (
       SELECT ${isoText(`GREATEST(?3::timestamptz, NULLIF(GREATEST(${highWater(change.created)}, ?4), '')::timestamptz + interval '1 millisecond')`)} AS at
     ), stamped AS (
-      UPDATE responses SET ${stampColumns(change, at)} WHERE id = ?2 RETURNING id
+      UPDATE responses SET ${stampColumns(change, at)}${change.rendered ? `, ${renderingColumns("?5", "?1")}` : ""} WHERE id = ?2 RETURNING id
     )
     INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT ?2, ?1, at FROM instant
     RETURNING changed_at AS at`)
 }
-const stampStatements = [false, true].map((created) => [false, true].map((completed) => stampText({ created, completed })))
-const stampStatement = (change: Change) => stampStatements[Number(change.created)]?.[Number(change.completed)] ?? stampText(change)
+const flags = [false, true] as const
+const stampStatements = flags.map((created) =>
+  flags.map((completed) => flags.map((rendered) => stampText({ created, completed, rendered })))
+)
+const stampStatement = (change: Change) => {
+  const rendered = change.rendering !== undefined
+  return stampStatements[Number(change.created)]?.[Number(change.completed)]?.[Number(rendered)] ??
+    stampText({ ...change, rendered })
+}
 
 /**
  * PostgreSQL: two statements, and no row that another save of the survey waits for. The announce
@@ -115,7 +133,8 @@ const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
     const params = change.created ? [surveyId, responseId] : [surveyId]
     const announced = yield* sql.unsafe(announceStatements[change.created ? "created" : "changed"], params).values
     const c0 = announced[0] === undefined ? "" : Announced.read(announced[0]).c0
-    const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, c0]).values
+    const stampParams = change.rendering === undefined ? [surveyId, responseId, now, c0] : [surveyId, responseId, now, c0, change.rendering]
+    const rows = yield* sql.unsafe(stampStatement(change), stampParams).values
     const row = rows[0]
     if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
     return Stamped.read(row).at
@@ -136,7 +155,12 @@ const sqliteStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
     const at = toIso(Math.max(Date.parse(now), millisOf(last) + 1))
     yield* sql`INSERT INTO response_clock (survey_id, last_updated_at) VALUES (${surveyId}, ${at})
           ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = excluded.last_updated_at`
-    yield* sql.unsafe(`UPDATE responses SET ${stampColumns(change, "?1")} WHERE id = ?2`, [at, responseId])
+    yield* change.rendering === undefined
+      ? sql.unsafe(`UPDATE responses SET ${stampColumns(change, "?1")} WHERE id = ?2`, [at, responseId])
+      : sql.unsafe(
+        `UPDATE responses SET ${stampColumns(change, "?1")}, ${renderingColumns("?3", "?4")} WHERE id = ?2`,
+        [at, responseId, change.rendering, surveyId]
+      )
     yield* sql`INSERT INTO response_changes ${sql.insert({ responseId, surveyId, changedAt: at })}`
     return at
   })

@@ -5,8 +5,6 @@ import type { ResponseId, SurveyId } from "../Domain/Ids.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { column, rowShape } from "../Sql/Rows.js"
 import type { DatabaseError } from "../Sql/Transactions.js"
-import { storeAnswerDocument } from "./AnswerDocumentRepo.js"
-import type { AnswerRow } from "./AnswerSql.js"
 import type { CheckedAnswer } from "./AnswerValidation.js"
 
 /** A response this respondent saved before, read by a later save. */
@@ -107,13 +105,7 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
             yield* sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${sql.join(", ", false)(rows)}
               ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`
           }
-        }),
-      /**
-       * Renders the response's answers again (src/Responses/AnswerDocumentRepo.ts) from `answers`,
-       * every answer row of the response as read after this save stored its answers.
-       */
-      renderAnswers: (responseId: ResponseId, answers: ReadonlyArray<AnswerRow>): Effect.Effect<void, DatabaseError> =>
-        storeAnswerDocument(sql, responseId, answers)
+        })
     } as const
   })
 }) {}

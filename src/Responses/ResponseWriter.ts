@@ -8,6 +8,7 @@ import { Outbox } from "../Events/OutboxRepo.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { answerDocument } from "./AnswerDocumentRepo.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
 import { ChangeClockRepo } from "./ChangeClockRepo.js"
 import { ResponseRepo } from "./ResponseRepo.js"
@@ -135,8 +136,8 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
 
     /**
      * Stores the answers, then reads the response as it now stands, once: a finishing save is
-     * checked against its answers, the save's events carry it, and its rendering is written from
-     * the same answer rows.
+     * checked against its answers, the save's events carry it, and its rendering (stored with the
+     * change's stamps) is made from the same answer rows.
      */
     const storeAnswers = (
       surveyId: SurveyId,
@@ -153,8 +154,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
           const missing = missingRequired(finishing.value, answeredQuestions(stored))
           if (missing.length > 0) return yield* invalid("Required questions are not answered; nothing was saved.", missing)
         }
-        yield* saves.renderAnswers(responseId, answers)
-        return stored
+        return { stored, rendering: answerDocument(responseId, answers) } as const
       })
 
     /**
@@ -165,13 +165,14 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const record = (
       respondent: RespondentContext,
       workspaceId: WorkspaceId,
-      stored: SurveyResponse,
+      saved: { readonly stored: SurveyResponse; readonly rendering: string },
       created: boolean,
       finished: boolean
     ) =>
       Effect.gen(function*() {
+        const { rendering, stored } = saved
         const responseId = stored.id
-        const now = yield* changeClock.stamp({ surveyId: respondent.surveyId, responseId, created, completed: finished })
+        const now = yield* changeClock.stamp({ surveyId: respondent.surveyId, responseId, created, completed: finished, rendering })
         const response = new SurveyResponse({
           ...stored,
           createdAt: created ? now : stored.createdAt,
@@ -196,9 +197,9 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
         const { accepted, checkable } = yield* validated(questions, submission)
         const responseId = yield* resolveTarget(respondent, target)
         const finishing = submission.finished ? Option.some(checkable) : Option.none()
-        const stored = yield* storeAnswers(respondent.surveyId, responseId, accepted, finishing)
+        const saved = yield* storeAnswers(respondent.surveyId, responseId, accepted, finishing)
         const created = Option.isNone(target)
-        yield* record(respondent, workspaceId, stored, created, submission.finished)
+        yield* record(respondent, workspaceId, saved, created, submission.finished)
         return { responseId, created } as const
       })
 
