@@ -35,6 +35,12 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
       pg: () => (exclusive: boolean) => exclusive ? sql` FOR UPDATE` : sql` FOR SHARE`
     })
 
+    /** The `VALUES` rows of answers of response `responseId`, in their stored form. */
+    const answerValues = (responseId: ResponseId, answers: ReadonlyArray<CheckedAnswer>) =>
+      sql.join(", ", false)(answers.map((answer) =>
+        sql`(${responseId}, ${answer.questionId}, ${storedValue(answer.type, answer.values)}, ${JSON.stringify(answer.values)})`
+      ))
+
     return {
       /**
        * Whether the token is still stored, holding it until commit (exclusively for a save that
@@ -51,8 +57,11 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
           sql`SELECT response_id FROM respondent_responses WHERE token_hash = ${tokenHash} LIMIT 1`.values,
           (started) => started.length > 0
         ),
-      /** Stores a new response, not completed, and the token that started it. */
-      start: (response: StartedResponse): Effect.Effect<void, DatabaseError> => {
+      /**
+       * Stores a new response, not completed, the token that started it, and its first answers
+       * (those with values: a new response has none to remove). On PostgreSQL one statement.
+       */
+      start: (response: StartedResponse, answers: ReadonlyArray<CheckedAnswer>): Effect.Effect<void, DatabaseError> => {
         const row = sql.insert({
           id: response.id,
           surveyId: response.surveyId,
@@ -63,10 +72,21 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
           updatedAt: response.draftedAt
         })
         const owner = sql.insert({ responseId: response.id, tokenHash: response.tokenHash })
+        const kept = answers.filter((answer) => answer.values.length > 0)
         return dialect.choose({
-          sqlite: () => Effect.zipRight(sql`INSERT INTO responses ${row}`, sql`INSERT INTO respondent_responses ${owner}`),
-          // One round trip: the owner row's key refers to the response inserted beside it.
-          pg: () => sql`WITH started AS (INSERT INTO responses ${row} RETURNING id) INSERT INTO respondent_responses ${owner}`
+          sqlite: () =>
+            Effect.all([
+              sql`INSERT INTO responses ${row}`,
+              sql`INSERT INTO respondent_responses ${owner}`,
+              ...(kept.length > 0 ? [sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`] : [])
+            ], { discard: true }),
+          // One round trip: the owner's and the answers' keys refer to the response inserted beside them.
+          pg: () =>
+            kept.length > 0
+              ? sql`WITH started AS (INSERT INTO responses ${row} RETURNING id),
+                  owned AS (INSERT INTO respondent_responses ${owner} RETURNING response_id)
+                  INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`
+              : sql`WITH started AS (INSERT INTO responses ${row} RETURNING id) INSERT INTO respondent_responses ${owner}`
         }).pipe(Effect.asVoid)
       },
       /**
@@ -99,10 +119,7 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
             yield* sql`DELETE FROM answers WHERE response_id = ${responseId} AND ${sql.in("question_id", removed)}`
           }
           if (kept.length > 0) {
-            const rows = kept.map((answer) =>
-              sql`(${responseId}, ${answer.questionId}, ${storedValue(answer.type, answer.values)}, ${JSON.stringify(answer.values)})`
-            )
-            yield* sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${sql.join(", ", false)(rows)}
+            yield* sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(responseId, kept)}
               ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`
           }
         })

@@ -99,8 +99,15 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
         : Effect.succeed({ checkable, accepted })
     }
 
-    /** A new response of the respondent, or the one named, if the respondent started it and it is not completed. */
-    const resolveTarget = (respondent: RespondentContext, target: Option.Option<ResponseId>) =>
+    /**
+     * The response a save writes to: a new one (stored here with its first answers), or the one
+     * named, if the respondent started it and it is not completed.
+     */
+    const resolveTarget = (
+      respondent: RespondentContext,
+      target: Option.Option<ResponseId>,
+      accepted: ReadonlyArray<CheckedAnswer>
+    ) =>
       Option.match(target, {
         onNone: () =>
           Effect.gen(function*() {
@@ -116,7 +123,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
               externalUserId: respondent.externalUserId,
               tokenHash: respondent.tokenHash,
               draftedAt: toIso(yield* Clock.currentTimeMillis)
-            })
+            }, accepted)
             return id
           }),
         onSome: (id) =>
@@ -135,18 +142,18 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
       })
 
     /**
-     * Stores the answers, then reads the response as it now stands, once: a finishing save is
-     * checked against its answers, the save's events carry it, and its rendering (stored with the
-     * change's stamps) is made from the same answer rows.
+     * Stores the answers (a new response's were stored with it), then reads the response as it now
+     * stands, once: a finishing save is checked against its answers, the save's events carry it,
+     * and its rendering (stored with the change's stamps) is made from the same answer rows.
      */
     const storeAnswers = (
       surveyId: SurveyId,
       responseId: ResponseId,
-      accepted: ReadonlyArray<CheckedAnswer>,
+      accepted: Option.Option<ReadonlyArray<CheckedAnswer>>,
       finishing: Option.Option<ReadonlyArray<ValidationQuestion>>
     ) =>
       Effect.gen(function*() {
-        yield* saves.storeAnswers(responseId, accepted)
+        if (Option.isSome(accepted)) yield* saves.storeAnswers(responseId, accepted.value)
         const { answers, response: stored } = yield* responses.findWithAnswers(surveyId, responseId).pipe(
           Effect.flatMap(Effect.orDie)
         )
@@ -195,10 +202,10 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
         yield* holdToken(respondent, target)
         const { questions, workspaceId } = yield* acceptingSurvey(respondent.surveyId)
         const { accepted, checkable } = yield* validated(questions, submission)
-        const responseId = yield* resolveTarget(respondent, target)
+        const responseId = yield* resolveTarget(respondent, target, accepted)
         const finishing = submission.finished ? Option.some(checkable) : Option.none()
-        const saved = yield* storeAnswers(respondent.surveyId, responseId, accepted, finishing)
         const created = Option.isNone(target)
+        const saved = yield* storeAnswers(respondent.surveyId, responseId, created ? Option.none() : Option.some(accepted), finishing)
         yield* record(respondent, workspaceId, saved, created, submission.finished)
         return { responseId, created } as const
       })
