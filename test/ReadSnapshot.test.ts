@@ -24,6 +24,9 @@ const Read = Schema.Struct({
   }))
 })
 type Read = typeof Read.Type
+
+/** One committed version of one response. */
+const versionKey = (read: Read) => `${read.id} ${read.updatedAt}`
 const Listed = Schema.Struct({ data: Schema.Array(Read) })
 const decode = <A, I>(schema: Schema.Schema<A, I>, text: string) => Schema.decodeUnknownSync(Schema.parseJson(schema))(text)
 
@@ -62,7 +65,10 @@ const race = (stale: boolean) =>
     const db = yield* sharedDatabase(respondentFixture)
     const a = yield* serveProcess(db.flags)
     const b = yield* serveProcess(db.flags)
-    /** Each committed version by its updatedAt, as its writer read it back right after the save. */
+    /**
+     * Each committed version by its response and updatedAt, as its writer read it back right after
+     * the save (on PostgreSQL, saves of two responses in flight at once may share an instant).
+     */
     const committed = new Map<string, Read>()
     const reads = { byId: new Array<Read>(), list: new Array<Read>() }
     let requests = 0
@@ -78,7 +84,7 @@ const race = (stale: boolean) =>
         const res = yield* readApi(server, `/${id}`)
         expect(res.status).toBe(200)
         const version = decode(Read, res.text)
-        committed.set(version.updatedAt, version)
+        committed.set(versionKey(version), version)
       })
 
     const writer = (w: number) =>
@@ -136,7 +142,7 @@ const race = (stale: boolean) =>
     expect(committed.size).toBe(writers * responsesPerWriter * saves)
     const mixed = (all: ReadonlyArray<Read>) =>
       all.filter((read) => {
-        const version = committed.get(read.updatedAt)
+        const version = committed.get(versionKey(read))
         return version === undefined || JSON.stringify(version) !== JSON.stringify(read)
       })
     const found = { byId: mixed(reads.byId), list: mixed(reads.list) }
