@@ -1,9 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Clock, Deferred, Effect, FastCheck as fc, Fiber, Ref, Schema, TestClock } from "effect"
+import { Clock, Deferred, Effect, FastCheck as fc, Fiber, Option, Ref, Schema, TestClock } from "effect"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
 import { toIso } from "../src/Domain/Time.js"
 import { ResponsePage } from "../src/Responses/Api.js"
+import { answerDocument } from "../src/Responses/AnswerDocumentRepo.js"
 import { boundStatement, type Change, ChangeClockRepo } from "../src/Responses/ChangeClockRepo.js"
+import { ResponseRepo } from "../src/Responses/ResponseRepo.js"
 import { Reader } from "../src/Sql/Reader.js"
 import { Transactions } from "../src/Sql/Transactions.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
@@ -340,10 +343,11 @@ const at = (iso: string, plusMillis = 0) => new Date(Date.parse(iso) + plusMilli
  * A new response is inserted first and counted last, as ResponseWriter does. The scope's end
  * releases it too, so that a failed test leaves no transaction open.
  */
-const heldSave = (change: Change, release: Deferred.Deferred<void>) =>
+const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<void>) =>
   Effect.gen(function*() {
     yield* Effect.addFinalizer(() => Deferred.succeed(release, undefined))
     const clock = yield* ChangeClockRepo
+    const responses = yield* ResponseRepo
     const transactions = yield* Transactions
     const sql = yield* SqlClient.SqlClient
     const stamped = yield* Deferred.make<string>()
@@ -360,7 +364,11 @@ const heldSave = (change: Change, release: Deferred.Deferred<void>) =>
           })
         }`
       }
-      yield* Deferred.succeed(stamped, yield* clock.stamp(change))
+      // The rendering of the answers the response holds, as a save stores it with its stamps.
+      const found = yield* responses.findWithAnswers(SurveyId.make(change.surveyId), ResponseId.make(change.responseId))
+      const answers = Option.match(found, { onNone: () => [], onSome: (saved) => saved.answers })
+      const rendering = answerDocument(change.responseId, answers)
+      yield* Deferred.succeed(stamped, yield* clock.stamp({ ...change, rendering }))
       yield* Deferred.await(release)
       if (change.created) yield* clock.countCreated(change.surveyId)
     })).pipe(Effect.orDie))

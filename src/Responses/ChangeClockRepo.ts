@@ -17,10 +17,9 @@ export interface Change {
   /**
    * The response's answers rendered in wire form (src/Responses/AnswerDocumentRepo.ts), as they
    * stand after the save: stored with the stamps, tagged with the survey's current answer layout,
-   * so that the save writes its response row once more, not twice. Without it the stored
-   * rendering stays as it is.
+   * so that the save writes its response row once more, not twice.
    */
-  readonly rendering?: string | undefined
+  readonly rendering: string
 }
 
 type Stamp = (change: Change, now: string) => Effect.Effect<string, DatabaseError>
@@ -98,27 +97,20 @@ const announceStatements = { created: announceText(true), changed: announceText(
 /**
  * PostgreSQL's stamp, after the announce: the instant is the later of `now` (`?3`), one millisecond
  * after the high-water c under this statement's snapshot, and one millisecond after c0 (`?4`); the
- * response's stamps (with its rendering, `?5`, when the save brings one) and the change row take it.
+ * response's stamps, its rendering (`?5`) and the change row take it.
  */
-const stampText = (change: Pick<Change, "created" | "completed"> & { readonly rendered: boolean }) => {
+const stampText = (change: Pick<Change, "created" | "completed">) => {
   const at = "(SELECT at FROM instant)"
   return toNumbered(`WITH instant AS (
       SELECT ${isoText(`GREATEST(?3::timestamptz, NULLIF(GREATEST(${highWater(change.created)}, ?4), '')::timestamptz + interval '1 millisecond')`)} AS at
     ), stamped AS (
-      UPDATE responses SET ${stampColumns(change, at)}${change.rendered ? `, ${renderingColumns("?5", "?1")}` : ""} WHERE id = ?2 RETURNING id
+      UPDATE responses SET ${stampColumns(change, at)}, ${renderingColumns("?5", "?1")} WHERE id = ?2 RETURNING id
     )
     INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT ?2, ?1, at FROM instant
     RETURNING changed_at AS at`)
 }
-const flags = [false, true] as const
-const stampStatements = flags.map((created) =>
-  flags.map((completed) => flags.map((rendered) => stampText({ created, completed, rendered })))
-)
-const stampStatement = (change: Change) => {
-  const rendered = change.rendering !== undefined
-  return stampStatements[Number(change.created)]?.[Number(change.completed)]?.[Number(rendered)] ??
-    stampText({ ...change, rendered })
-}
+const stampStatements = [false, true].map((created) => [false, true].map((completed) => stampText({ created, completed })))
+const stampStatement = (change: Change) => stampStatements[Number(change.created)]?.[Number(change.completed)] ?? stampText(change)
 
 /**
  * PostgreSQL: two statements, and no row that another save of the survey waits for. The announce
@@ -133,8 +125,7 @@ const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
     const params = change.created ? [surveyId, responseId] : [surveyId]
     const announced = yield* sql.unsafe(announceStatements[change.created ? "created" : "changed"], params).values
     const c0 = announced[0] === undefined ? "" : Announced.read(announced[0]).c0
-    const stampParams = change.rendering === undefined ? [surveyId, responseId, now, c0] : [surveyId, responseId, now, c0, change.rendering]
-    const rows = yield* sql.unsafe(stampStatement(change), stampParams).values
+    const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, c0, change.rendering]).values
     const row = rows[0]
     if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
     return Stamped.read(row).at
@@ -155,12 +146,10 @@ const sqliteStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
     const at = toIso(Math.max(Date.parse(now), millisOf(last) + 1))
     yield* sql`INSERT INTO response_clock (survey_id, last_updated_at) VALUES (${surveyId}, ${at})
           ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = excluded.last_updated_at`
-    yield* change.rendering === undefined
-      ? sql.unsafe(`UPDATE responses SET ${stampColumns(change, "?1")} WHERE id = ?2`, [at, responseId])
-      : sql.unsafe(
-        `UPDATE responses SET ${stampColumns(change, "?1")}, ${renderingColumns("?3", "?4")} WHERE id = ?2`,
-        [at, responseId, change.rendering, surveyId]
-      )
+    yield* sql.unsafe(
+      `UPDATE responses SET ${stampColumns(change, "?1")}, ${renderingColumns("?3", "?4")} WHERE id = ?2`,
+      [at, responseId, change.rendering, surveyId]
+    )
     yield* sql`INSERT INTO response_changes ${sql.insert({ responseId, surveyId, changedAt: at })}`
     return at
   })

@@ -74,19 +74,20 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
         const owner = sql.insert({ responseId: response.id, tokenHash: response.tokenHash })
         const kept = answers.filter((answer) => answer.values.length > 0)
         return dialect.choose({
-          sqlite: () =>
-            Effect.all([
+          sqlite: () => {
+            const first = sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`
+            return Effect.all([
               sql`INSERT INTO responses ${row}`,
               sql`INSERT INTO respondent_responses ${owner}`,
-              ...(kept.length > 0 ? [sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`] : [])
-            ], { discard: true }),
+              ...(kept.length > 0 ? [first] : [])
+            ], { discard: true })
+          },
           // One round trip: the owner's and the answers' keys refer to the response inserted beside them.
           pg: () =>
             kept.length > 0
-              ? sql`WITH started AS (INSERT INTO responses ${row} RETURNING id),
-                  owned AS (INSERT INTO respondent_responses ${owner} RETURNING response_id)
+              ? sql`WITH started AS (INSERT INTO responses ${row}), owned AS (INSERT INTO respondent_responses ${owner})
                   INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`
-              : sql`WITH started AS (INSERT INTO responses ${row} RETURNING id) INSERT INTO respondent_responses ${owner}`
+              : sql`WITH started AS (INSERT INTO responses ${row}) INSERT INTO respondent_responses ${owner}`
         }).pipe(Effect.asVoid)
       },
       /**
