@@ -1,6 +1,7 @@
 import { expect, layer, type Vitest } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Deferred, Effect, Either, Fiber } from "effect"
+import { Deferred, Effect, Either, Fiber, Queue } from "effect"
+import { isDatabaseUnavailable, isStalePlan } from "../src/Sql/Busy.js"
 import { placeholders, Reader } from "../src/Sql/Reader.js"
 import { TestDatabase, testDatabase } from "./support/TestServer.js"
 
@@ -14,6 +15,14 @@ const freshProbe = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DROP TABLE IF EXISTS probe`.pipe(Effect.orDie)
   yield* sql`CREATE TABLE probe (id TEXT PRIMARY KEY)`.pipe(Effect.orDie)
+  return sql
+})
+
+/** The probe table with a number column, and a row whose number is 7. */
+const numberProbe = Effect.gen(function*() {
+  const sql = yield* freshProbe
+  yield* sql`ALTER TABLE probe ADD COLUMN n INTEGER`.pipe(Effect.orDie)
+  yield* sql`INSERT INTO probe (id, n) VALUES ('a', 7)`.pipe(Effect.orDie)
   return sql
 })
 
@@ -105,20 +114,78 @@ layer(TestDatabase())("Reader on a database file", (it) => {
     }))
 
   it.effect.skipIf(testDatabase !== "postgres")(
-    "a statement prepared on every connection reads the new column type after a migration changes it",
+    "statements prepared on every connection, the reader's and the client's, read a column's new type after a migration changes it",
     () =>
       Effect.gen(function*() {
-        const sql = yield* freshProbe
-        yield* sql`ALTER TABLE probe ADD COLUMN n INTEGER`.pipe(Effect.orDie)
-        yield* sql`INSERT INTO probe (id, n) VALUES ('a', 7)`.pipe(Effect.orDie)
+        const sql = yield* numberProbe
         const reader = yield* Reader
-        const read = reader.values("SELECT n FROM probe WHERE id = ?", ["a"]).pipe(Effect.orDie)
-        // Ten reads at once take every connection of the pool, each preparing the statement.
-        const before = yield* Effect.all(Array.from({ length: 10 }, () => read), { concurrency: "unbounded" })
-        expect(before.map((rows) => rows[0]?.[0])).toEqual(Array.from({ length: 10 }, () => 7))
+        const throughReader = Effect.map(reader.values("SELECT n FROM probe WHERE id = ?", ["a"]), (rows) => rows[0]?.[0])
+        const throughClient = Effect.map(sql<{ n: unknown }>`SELECT n FROM probe WHERE id = ${"a"}`, (rows) => rows[0]?.n)
+        // Ten reads at once take every connection of the pool; a text is prepared from its second run.
+        const tenAtOnce = Effect.all(
+          Array.from({ length: 10 }, () => Effect.all([throughReader, throughClient])),
+          { concurrency: "unbounded" }
+        ).pipe(Effect.orDie)
+        yield* tenAtOnce
+        expect(yield* tenAtOnce).toEqual(Array.from({ length: 10 }, () => [7, 7]))
         yield* sql`ALTER TABLE probe ALTER COLUMN n TYPE TEXT USING 'seven'`.pipe(Effect.orDie)
-        const after = yield* Effect.all(Array.from({ length: 10 }, () => read), { concurrency: "unbounded" })
-        expect(after.map((rows) => rows[0]?.[0])).toEqual(Array.from({ length: 10 }, () => "seven"))
+        expect(yield* tenAtOnce).toEqual(Array.from({ length: 10 }, () => ["seven", "seven"]))
+      })
+  )
+
+  it.effect.skipIf(testDatabase !== "postgres")("a statement text sent a second time runs prepared, one sent once does not", () =>
+    Effect.gen(function*() {
+      const sql = yield* freshProbe
+      // One transaction: one connection, whose prepared statements the server lists.
+      const prepared = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`SELECT id FROM probe WHERE id = ${"twice"}`
+        yield* sql`SELECT id FROM probe WHERE id = ${"twice"}`
+        yield* sql`SELECT id FROM probe WHERE id <> ${"once"}`
+        return yield* sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements`
+      })).pipe(Effect.orDie)
+      const texts = prepared.map((row) => row.statement)
+      expect(texts).toContain("SELECT id FROM probe WHERE id = $1")
+      expect(texts).not.toContain("SELECT id FROM probe WHERE id <> $1")
+    }))
+
+  it.effect.skipIf(testDatabase !== "postgres")(
+    "inside a transaction a stale prepared statement fails it as retryable, and the connection prepares it anew",
+    () =>
+      Effect.gen(function*() {
+        const sql = yield* numberProbe
+        const read = sql<{ n: unknown }>`SELECT n FROM probe WHERE id = ${"a"}`
+        // Ten transactions open at once, so that each holds a connection of its own (the pool's ten).
+        const tenTransactions = <A, E>(body: Effect.Effect<A, E>) =>
+          Effect.gen(function*() {
+            const ran = yield* Queue.unbounded<void>()
+            const go = yield* Deferred.make<void>()
+            const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () =>
+              Effect.fork(Effect.either(sql.withTransaction(
+                Effect.ensuring(body, Effect.zipRight(Queue.offer(ran, undefined), Deferred.await(go)))
+              ))))
+            yield* Queue.takeN(ran, 10)
+            yield* Deferred.succeed(go, undefined)
+            return yield* Fiber.joinAll(fibers)
+          })
+        // The text may still be prepared with an earlier table's column type: a first round prepares
+        // it anew where it went stale, a second must then read 7 on every connection.
+        yield* tenTransactions(read)
+        const before = yield* tenTransactions(read)
+        expect(before.map((outcome) => Either.isRight(outcome) ? outcome.right[0]?.n : outcome.left)).toEqual(
+          Array.from({ length: 10 }, () => 7)
+        )
+        yield* sql`ALTER TABLE probe ALTER COLUMN n TYPE TEXT USING 'seven'`.pipe(Effect.orDie)
+        const stale = yield* tenTransactions(read)
+        const failures = stale.filter(Either.isLeft).map((outcome) => outcome.left)
+        expect(failures.length).toBeGreaterThan(0)
+        for (const failure of failures) {
+          expect(isStalePlan(failure)).toBe(true)
+          expect(isDatabaseUnavailable(failure)).toBe(true)
+        }
+        const again = yield* tenTransactions(read)
+        expect(again.map((outcome) => Either.isRight(outcome) ? outcome.right[0]?.n : outcome.left)).toEqual(
+          Array.from({ length: 10 }, () => "seven")
+        )
       })
   )
 

@@ -11,7 +11,7 @@ import { Cause, Context, Effect, ExecutionStrategy, Exit, Layer, Metric, MetricL
 import { type Drain, Listener } from "../Background/Drain.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { redactSecretUrls } from "../Telemetry/SecretUrls.js"
-import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy } from "../Sql/Busy.js"
+import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy, isStalePlan } from "../Sql/Busy.js"
 import { isReadinessProbe } from "./Readiness.js"
 import { answerHeaders, assignRequestId } from "./RequestId.js"
 
@@ -48,6 +48,12 @@ const unhandled = (request: HttpServerRequest.HttpServerRequest) => (cause: Caus
     return Effect.as(
       Effect.logWarning("database statement timed out", cause),
       errorJson(503, "service_unavailable", statementTimeoutMessage)
+    )
+  }
+  if (isStalePlan(squashed)) {
+    return Effect.as(
+      Effect.logWarning("a prepared statement went stale after a migration; it is prepared anew", cause),
+      errorJson(503, "service_unavailable", "The database schema changed during the request; nothing changed and the request may be retried.")
     )
   }
   if (isPgUnavailable(squashed)) {

@@ -35,6 +35,19 @@ export const isPgUnavailable = (error: unknown): boolean => {
 }
 
 /**
+ * True when PostgreSQL refused a prepared statement whose result columns changed type since it
+ * was prepared ("cached plan must not change result type": a migration altered a column while the
+ * process ran). The statement did nothing and its transaction, if any, rolled back; the
+ * connection prepares its statements anew (src/Sql/Database.ts `serviceClient`), so the request
+ * may be retried.
+ */
+export const isStalePlan = (error: unknown): boolean => {
+  const cause = error instanceof SqlError.SqlError ? error.cause : error
+  return codeOf(cause) === "0A000" && cause instanceof Error &&
+    cause.message.includes("cached plan must not change result type")
+}
+
+/**
  * True when no pooled PostgreSQL connection came free within the pool's acquire timeout
  * (`DATABASE_POOL_TIMEOUT_MS`): the statement never ran.
  */
@@ -53,6 +66,9 @@ export const isPgStatementTimeout = (error: unknown): boolean => {
   return code === "57014" || code === "55P03"
 }
 
-/** The database cannot answer now (busy, unreachable, or too slow); the request may be retried. */
+/**
+ * The database cannot answer now (busy, unreachable, too slow, or a statement to prepare anew
+ * after a migration); the request may be retried.
+ */
 export const isDatabaseUnavailable = (error: unknown): boolean =>
-  isSqliteBusy(error) || isPgUnavailable(error) || isPgStatementTimeout(error)
+  isSqliteBusy(error) || isPgUnavailable(error) || isPgStatementTimeout(error) || isStalePlan(error)

@@ -8,7 +8,7 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, type AppSettings } from "../Config.js"
 import { poolConnections, poolWaiting } from "../Telemetry/Metrics.js"
-import { isSqliteBusy } from "./Busy.js"
+import { isSqliteBusy, isStalePlan } from "./Busy.js"
 import { LIFT_STATEMENT_TIMEOUT } from "./Dialect.js"
 import { pgParsers } from "./PgText.js"
 
@@ -138,39 +138,113 @@ const noAnswer = (ms: number) =>
   Object.assign(new Error(`Connection terminated: no answer from PostgreSQL within ${ms} ms`), { code: "ETIMEDOUT" })
 
 /**
- * `pg` clients whose statements bind their parameters through `bound`, and whose statements get
- * an answer within `answerWithinMs` or lose their connection. A server that stopped answering
- * without closing the connection (a frozen host or process, a network path that drops packets)
- * otherwise leaves a statement waiting until TCP gives up, many minutes later; its own
- * `statement_timeout` cannot end it, since the answer would not arrive either. Destroying the
- * socket fails the statement as a lost connection (503), and the pool drops the connection.
+ * The names under which a pool's connections prepare statement texts: each text with parameters
+ * is parsed and planned once per connection instead of at every run. A text is named the second
+ * time it is sent (a statement run once, an import's odd-sized last batch, is not worth a
+ * prepared statement on every connection), and past `MAX_NAMED` texts the rest run unnamed, so
+ * the server's memory per connection stays bounded.
  */
-const serviceClient = (answerWithinMs: number) =>
-  class ServiceClient extends Pg.Client {
+export const MAX_NAMED = 512
+
+const statementNames = () => {
+  // Texts seen once (undefined) or named; texts seen once are remembered up to a bound of their own.
+  const seen = new Map<string, string | undefined>()
+  let named = 0
+  return (text: string): string | undefined => {
+    const known = seen.get(text)
+    if (known !== undefined) return known
+    if (!seen.has(text)) {
+      if (seen.size - named < MAX_NAMED * 4) seen.set(text, undefined)
+      return undefined
+    }
+    if (named >= MAX_NAMED) return undefined
+    const name = `s${++named}`
+    seen.set(text, name)
+    return name
+  }
+}
+
+type Callback = (error: unknown, result: unknown) => void
+
+/** A statement with parameters, as the client was asked to run it, and its callback; else undefined. */
+const parameterised = (args: Array<unknown>): { readonly config: Pg.QueryConfig; readonly callback: Callback } | undefined => {
+  const [first, second, third] = args
+  if (typeof first === "string" && Array.isArray(second) && second.length > 0 && typeof third === "function") {
+    return { config: { text: first, values: second }, callback: third as Callback }
+  }
+  if (
+    typeof first === "object" && first !== null && Object.getPrototypeOf(first) === Object.prototype &&
+    "text" in first && typeof first.text === "string" && !("name" in first) &&
+    "values" in first && Array.isArray(first.values) && first.values.length > 0 && typeof second === "function"
+  ) {
+    return { config: { ...first, text: first.text, values: first.values }, callback: second as Callback }
+  }
+  return undefined
+}
+
+/**
+ * `pg` clients whose statements bind their parameters through `bound`, run prepared, and get an
+ * answer within `answerWithinMs` or lose their connection.
+ *
+ * - **Prepared.** A statement with parameters runs under its text's name (`statementNames`, one
+ *   table per pool). When a migration changed a column's type under a prepared statement
+ *   (`isStalePlan`), the connection prepares every text again under new names; a statement outside
+ *   a transaction is then sent again at once, while one inside a transaction fails it (the
+ *   transaction is aborted, and the request answers 503 and may be retried).
+ * - **Answered in time.** A server that stopped answering without closing the connection (a
+ *   frozen host or process, a network path that drops packets) otherwise leaves a statement
+ *   waiting until TCP gives up, many minutes later; its own `statement_timeout` cannot end it,
+ *   since the answer would not arrive either. Destroying the socket fails the statement as a lost
+ *   connection (503), and the pool drops the connection.
+ */
+const serviceClient = (answerWithinMs: number) => {
+  const nameOf = statementNames()
+  return class ServiceClient extends Pg.Client {
     /** In a transaction that lifted the statement timeout: no bound until it ends. */
     private unbounded = false
+    /** Between `BEGIN` and its `COMMIT` or `ROLLBACK`. */
+    private inTransaction = false
+    /** Raised when a prepared statement went stale: this connection's names are prepared anew. */
+    private generation = 0
 
     constructor(config?: string | Pg.ClientConfig) {
       super(config)
       // An error after the connection was given up (its socket destroyed) has no listener left to take it.
       this.on("error", () => {})
       const query = this.query.bind(this) as (...args: Array<unknown>) => unknown
+      const send = (args: Array<unknown>, callback: Callback) => {
+        if (this.unbounded) return query(...args, callback)
+        const timer = setTimeout(() => this.connection.stream.destroy(noAnswer(answerWithinMs)), answerWithinMs)
+        return query(...args, (error: unknown, result: unknown) => {
+          clearTimeout(timer)
+          callback(error, result)
+        })
+      }
+      const prepared = (config: Pg.QueryConfig, callback: Callback, retried: boolean): unknown => {
+        const name = nameOf(config.text)
+        if (name === undefined) return send([config], callback)
+        return send([{ ...config, name: this.generation === 0 ? name : `${name}_${this.generation}` }], (error, result) => {
+          if (!isStalePlan(error)) return callback(error, result)
+          this.generation++
+          if (this.inTransaction || retried) return callback(error, result)
+          prepared(config, callback, true)
+        })
+      }
       this.query = ((...args: Array<unknown>) => {
         const bound = boundArgs(args)
         const text = typeof bound[0] === "string" ? bound[0] : undefined
         if (text === LIFT_STATEMENT_TIMEOUT) this.unbounded = true
-        else if (text === "COMMIT" || text === "ROLLBACK") this.unbounded = false
+        else if (text === "COMMIT" || text === "ROLLBACK") this.unbounded = this.inTransaction = false
+        else if (text !== undefined && text.startsWith("BEGIN")) this.inTransaction = true
+        const statement = parameterised(bound)
+        if (statement !== undefined) return prepared(statement.config, statement.callback, false)
         const callback = bound[bound.length - 1]
-        if (this.unbounded || typeof callback !== "function") return query(...bound)
-        const timer = setTimeout(() => this.connection.stream.destroy(noAnswer(answerWithinMs)), answerWithinMs)
-        bound[bound.length - 1] = (error: unknown, result: unknown) => {
-          clearTimeout(timer)
-          callback(error, result)
-        }
-        return query(...bound)
+        if (typeof callback !== "function") return query(...bound)
+        return send(bound.slice(0, -1), callback as Callback)
       }) as Pg.Client["query"]
     }
   }
+}
 
 /** Where a PostgreSQL URL points, without its password: for the start-up error. */
 const described = (url: string): string => {

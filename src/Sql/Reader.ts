@@ -47,49 +47,19 @@ const spanned = (run: Run, system: string): Run => (text, params) =>
   )
 
 /**
- * The names under which the reader's statement texts are prepared on the pool's connections: each
- * text is parsed and planned once per connection instead of at every run. The texts are fixed
- * (their placeholders vary, not their values), but a few are built from a count (an `IN` list);
- * past `MAX_NAMED` texts the rest run unnamed, so the server's memory per connection stays bounded.
- */
-const MAX_NAMED = 256
-
-const statementNames = () => {
-  const names = new Map<string, string>()
-  return (text: string): string | undefined => {
-    const known = names.get(text)
-    if (known !== undefined || names.size >= MAX_NAMED) return known
-    const name = `reader_${names.size + 1}`
-    names.set(text, name)
-    return name
-  }
-}
-
-/**
- * PostgreSQL's refusal of a prepared statement whose result columns changed type since it was
- * prepared (a migration altered a column while the process ran): the statement must be prepared
- * again, on a connection that has not prepared it.
- */
-const isStalePlan = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && "code" in error && error.code === "0A000"
-
-type Attempt = { readonly _tag: "Rows"; readonly rows: ValueRows } | { readonly _tag: "Stale" }
-
-/**
  * Measured shortcut (docs/architecture.md#the-readers-own-connection): one statement on a
  * connection of `pool`, taken and given back around it, failing as `@effect/sql-pg` fails (the
  * same messages, so src/Sql/Busy.ts reads them alike). Once sent, a statement runs to its end
  * even when the fiber waiting for it is interrupted, as every statement of the service does
  * (src/Sql/Database.ts `steady`): the connection goes back to the pool when the answer arrives.
- * A named statement whose plan went stale costs its connection: the pool drops it (`Stale`).
+ * The pool's connections prepare it (src/Sql/Database.ts `serviceClient`).
  */
-const pooledOnce = (
+const pooled = (
   pool: Pg.Pool,
-  name: string | undefined,
   text: string,
   params: ReadonlyArray<unknown>
-): Effect.Effect<Attempt, SqlError.SqlError> =>
-  Effect.async<Attempt, SqlError.SqlError>((resume) => {
+): Effect.Effect<ValueRows, SqlError.SqlError> =>
+  Effect.async<ValueRows, SqlError.SqlError>((resume) => {
     pool.connect((cause, client, release) => {
       if (cause !== undefined && cause !== null) {
         return resume(Effect.fail(new SqlError.SqlError({ cause, message: "Failed to acquire connection" })))
@@ -107,42 +77,19 @@ const pooledOnce = (
         resume(Effect.fail(new SqlError.SqlError({ cause: error, message: "Connection error" })))
       }
       client.once("error", lost)
-      const config: Pg.QueryArrayConfig = name === undefined
-        ? { text, values: [...params], rowMode: "array" }
-        : { name, text, values: [...params], rowMode: "array" }
-      client.query(config, (error, result) => {
+      client.query({ text, values: [...params], rowMode: "array" }, (error, result) => {
         client.off("error", lost)
         if (done) return
         done = true
-        if (error !== null && error !== undefined && name !== undefined && isStalePlan(error)) {
-          release(error)
-          return resume(Effect.succeed({ _tag: "Stale" }))
-        }
         release()
         resume(
           error === null || error === undefined
-            ? Effect.succeed({ _tag: "Rows", rows: result.rows })
+            ? Effect.succeed(result.rows)
             : Effect.fail(new SqlError.SqlError({ cause: error, message: "Failed to execute statement" }))
         )
       })
     })
   })
-
-/**
- * `pooledOnce`, again on another connection while the statement's plan is stale: each connection
- * that prepared it before the change is dropped once, so at most the pool's size plus one tries.
- */
-const pooled = (
-  pool: Pg.Pool,
-  name: string | undefined,
-  text: string,
-  params: ReadonlyArray<unknown>
-): Effect.Effect<ValueRows, SqlError.SqlError> => {
-  const attempt = (left: number): Effect.Effect<ValueRows, SqlError.SqlError> =>
-    Effect.flatMap(pooledOnce(pool, left > 0 ? name : undefined, text, params), (outcome) =>
-      outcome._tag === "Rows" ? Effect.succeed(outcome.rows) : attempt(left - 1))
-  return attempt(pool.options.max + 1)
-}
 
 export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
   scoped: Effect.gen(function*() {
@@ -151,12 +98,11 @@ export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
 
     if (dialectOf(shared) === "pg") {
       const pool = pgPoolOf(shared)
-      const nameOf = statementNames()
       const run = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
         Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
           const numbered = toNumbered(text)
           if (Option.isSome(transaction)) return transaction.value[0].executeValues(numbered, params)
-          return pool === undefined ? shared.unsafe(numbered, params).values : pooled(pool, nameOf(numbered), numbered, params)
+          return pool === undefined ? shared.unsafe(numbered, params).values : pooled(pool, numbered, params)
         })
       return { values: config.telemetry === undefined ? run : spanned(run, "postgresql") } as const
     }
