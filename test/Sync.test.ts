@@ -370,7 +370,7 @@ const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<
       const rendering = answerDocument(change.responseId, answers)
       yield* Deferred.succeed(stamped, yield* clock.stamp({ ...change, rendering }))
       yield* Deferred.await(release)
-      if (change.created) yield* clock.countCreated(change.surveyId)
+      if (change.created) yield* clock.countingCreated(change.surveyId)
     })).pipe(Effect.orDie))
     return { instant: yield* Deferred.await(stamped), fiber } as const
   })

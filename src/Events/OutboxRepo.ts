@@ -1,8 +1,9 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import type { EventEnvelope, EventType } from "../Domain/Event.js"
+import { SqlDialect } from "../Sql/Dialect.js"
 
 export interface NewEvent {
   readonly type: EventType
@@ -20,8 +21,17 @@ export interface NewEvent {
 export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    /** Appends events in one statement, in order; answers their envelopes. */
-    const appendAll = Effect.fn("Outbox.appendAll")(function*(events: ReadonlyArray<NewEvent>) {
+    const dialect = yield* SqlDialect
+    /**
+     * Appends events in one statement, in order; answers their envelopes. A write given as
+     * `alongside` (another repository's statement, such as a survey's count) runs with them: on
+     * PostgreSQL in the same statement, one round trip, after the events' table is locked for the
+     * insert as the insert alone would; on SQLite right after it.
+     */
+    const appendAll = Effect.fn("Outbox.appendAll")(function*(
+      events: ReadonlyArray<NewEvent>,
+      alongside?: Statement.Statement<unknown>
+    ) {
       const now = yield* Clock.currentTimeMillis
       const envelopes = events.map((event): EventEnvelope => ({
         id: makeId("evt"),
@@ -30,8 +40,11 @@ export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
         formId: event.surveyId,
         data: event.data
       }))
-      if (envelopes.length === 0) return envelopes
-      yield* sql`INSERT INTO events ${
+      if (envelopes.length === 0) {
+        if (alongside !== undefined) yield* Effect.orDie(alongside)
+        return envelopes
+      }
+      const insert = sql`INSERT INTO events ${
         sql.insert(envelopes.map((envelope, i) => ({
           id: envelope.id,
           type: envelope.type,
@@ -41,7 +54,13 @@ export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
           createdAt: envelope.timestamp,
           responseId: events[i]?.responseId ?? null
         })))
-      }`.pipe(Effect.orDie)
+      }`
+      yield* (alongside === undefined
+        ? insert
+        : dialect.choose({
+          pg: () => sql`WITH appended AS (${insert}) ${alongside}`,
+          sqlite: () => Effect.zipRight(insert, alongside)
+        })).pipe(Effect.orDie)
       return envelopes
     })
     const append = Effect.fn("Outbox.append")(function*(event: NewEvent) {

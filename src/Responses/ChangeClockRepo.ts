@@ -1,5 +1,5 @@
 // Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:completions`; guarded by test/PgRaces.test.ts, test/PgPool.test.ts and test/Sync.test.ts.
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { toIso } from "../Domain/Time.js"
 import { SqlDialect, toNumbered } from "../Sql/Dialect.js"
@@ -179,12 +179,12 @@ export class ChangeClockRepo extends Effect.Service<ChangeClockRepo>()("Response
         return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis))
       }),
       /**
-       * Counts a new response in its survey's `responseCount`. The last statement of a save: on
-       * PostgreSQL the survey's row stays locked from here to commit, and the survey's other new
-       * responses wait for it meanwhile.
+       * The statement that counts a new response in its survey's `responseCount`, to run as the
+       * last of a save (with its events, `Outbox.appendAll`): on PostgreSQL the survey's row stays
+       * locked from it to commit, and the survey's other new responses wait for it meanwhile.
        */
-      countCreated: (surveyId: string): Effect.Effect<void, DatabaseError> =>
-        Effect.asVoid(sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId}`)
+      countingCreated: (surveyId: string): Statement.Statement<unknown> =>
+        sql`UPDATE surveys SET response_count = response_count + 1 WHERE id = ${surveyId}`
     } as const
   })
 }) {}

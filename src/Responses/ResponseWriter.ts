@@ -165,9 +165,9 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
       })
 
     /**
-     * Stamps the change and appends the save's events, in the outbox with the change itself, then
-     * counts a new response: the survey's row is locked by the last statement only, so that the
-     * survey's new responses wait for one another one round trip at most.
+     * Stamps the change and appends the save's events, in the outbox with the change itself, and
+     * counts a new response with them: the survey's row is locked by the last statement only, so
+     * that the survey's new responses wait for one another one round trip at most.
      */
     const record = (
       respondent: RespondentContext,
@@ -187,14 +187,16 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
           completed: stored.completed || finished,
           completedAt: finished ? now : stored.completedAt
         }, { disableValidation: true })
-        yield* outbox.appendAll(eventTypes(created, finished).map((type) => ({
-          type,
-          workspaceId,
-          surveyId: respondent.surveyId,
-          responseId,
-          data: { responseId, externalUserId: response.externalUserId, response }
-        })))
-        if (created) yield* changeClock.countCreated(respondent.surveyId)
+        yield* outbox.appendAll(
+          eventTypes(created, finished).map((type) => ({
+            type,
+            workspaceId,
+            surveyId: respondent.surveyId,
+            responseId,
+            data: { responseId, externalUserId: response.externalUserId, response }
+          })),
+          created ? changeClock.countingCreated(respondent.surveyId) : undefined
+        )
       })
 
     const write = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
