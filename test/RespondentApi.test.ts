@@ -1,12 +1,16 @@
 import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { Api } from "../src/Api.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { answerDocument } from "../src/Responses/AnswerDocumentRepo.js"
+import { ResponseRepo } from "../src/Responses/ResponseRepo.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
+import { storedRendering } from "./support/AnswerDocuments.js"
 
 const PageBody = Schema.Struct({ respondentToken: Schema.String })
 const InvalidBody = Schema.Struct({
@@ -56,6 +60,36 @@ layer(TestServer(respondentFixture))("the respondent API, declared in the HttpAp
       const anonymous = yield* client("A".repeat(43))
       const unauthorized = yield* Effect.flip(anonymous.respondent.start({ payload: { answers: [], finished: false }, headers: {} }))
       expect(unauthorized._tag).toBe("Unauthorized")
+    }))
+
+  it.effect("a response started and completed at once: its events, its stored rendering and the API agree on it", () =>
+    Effect.gen(function*() {
+      const token = yield* pageToken
+      // Every question type, in an order other than the questions'.
+      const answers = [...allTypesAnswers].reverse()
+      const res = yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify({ answers, finished: true }) })
+      expect(res.status).toBe(201)
+      const { responseId } = bodyOf(Schema.Struct({ responseId: Schema.String }), res)
+      const listed = yield* get(`/api/v1/surveys/srv_all/responses/${responseId}`, TOKENS.editor)
+      expect(listed.status).toBe(200)
+      const stored: unknown = JSON.parse(listed.text)
+      const sql = yield* SqlClient.SqlClient
+      const events = decodeAs(
+        Schema.Array(Schema.Struct({ type: Schema.String, payload: Schema.String })),
+        yield* sql`SELECT type, payload FROM events WHERE response_id = ${responseId} ORDER BY seq`.pipe(Effect.orDie)
+      )
+      expect(events.map((event) => event.type)).toEqual(["response.created", "response.completed"])
+      for (const event of events) {
+        const envelope = decodeAs(Schema.parseJson(Schema.Struct({ data: Schema.Struct({ response: Schema.Unknown }) })), event.payload)
+        expect(envelope.data.response).toEqual(stored)
+      }
+      // The answers as assembled from the stored answer rows and the questions, in the database.
+      const found = yield* (yield* ResponseRepo).findWithAnswers(SurveyId.make("srv_all"), ResponseId.make(responseId))
+      const assembled = answerDocument(responseId, Option.getOrThrow(found).answers)
+      const rendering = yield* storedRendering(responseId)
+      expect(rendering.current).toBe(1)
+      expect(rendering.answersJson).toBe(assembled)
+      expect(JSON.stringify(bodyOf(Schema.Struct({ answers: Schema.Array(Schema.Unknown) }), listed).answers)).toBe(assembled)
     }))
 
   it.effect("unknown fields are refused with their path, and nothing is written", () =>

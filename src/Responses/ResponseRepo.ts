@@ -99,6 +99,50 @@ export const assemble = (rows: ReadonlyArray<ResponseRow>, answers: ReadonlyArra
   })
 }
 
+/** A question as an answer row joins it: its id, stored type, position and whether it was deleted. */
+export interface PlacedQuestion {
+  readonly id: string
+  readonly type: NonNullable<AnswerRow["type"]>
+  readonly position: number
+  readonly deleted: boolean
+}
+
+/**
+ * A response started by this transaction, exactly as `findWithAnswers` would read it back there:
+ * its row, not yet stamped (`createdAt` and `updatedAt` are `draftedAt`), and its answer rows
+ * beside `questions`, the survey's questions as the transaction read them. `answers` are the stored
+ * columns of the answers it inserted (`value` and the JSON text of `values`).
+ */
+export const startedResponse = (
+  started: { readonly id: ResponseId; readonly surveyId: SurveyId; readonly externalUserId: string | null; readonly draftedAt: string },
+  answers: ReadonlyArray<{ readonly questionId: string; readonly value: string; readonly values: string }>,
+  questions: ReadonlyArray<PlacedQuestion>
+): { readonly response: SurveyResponse; readonly answers: ReadonlyArray<AnswerRow> } => {
+  const byId = new Map(questions.map((question) => [question.id, question]))
+  const rows = answers.map((answer): AnswerRow => {
+    const question = byId.get(answer.questionId)
+    return {
+      responseId: started.id,
+      questionId: answer.questionId,
+      value: answer.value,
+      values: answer.values,
+      type: question === undefined || question.deleted ? null : question.type,
+      position: question === undefined ? null : question.position
+    }
+  })
+  const row: ResponseRow = {
+    id: started.id,
+    surveyId: started.surveyId,
+    externalUserId: started.externalUserId,
+    completedAt: null,
+    createdAt: started.draftedAt,
+    updatedAt: started.draftedAt
+  }
+  const [response] = assemble([row], rows)
+  if (response === undefined) throw new Error("startedResponse: no response assembled")
+  return { response, answers: rows }
+}
+
 /**
  * The JSON text of each response, in the order of `rows`, assembled from answer rows: what the
  * schema's encoding of `assemble` writes, byte for byte (test/WireEncoding.test.ts). A stored

@@ -20,6 +20,19 @@ export interface StartedResponse {
   readonly draftedAt: string
 }
 
+/** An answer's stored columns: `value`, and the JSON text of its `values`. */
+export interface StoredAnswer {
+  readonly questionId: string
+  readonly value: string
+  readonly values: string
+}
+
+const storedAnswer = (answer: CheckedAnswer): StoredAnswer => ({
+  questionId: answer.questionId,
+  value: storedValue(answer.type, answer.values),
+  values: JSON.stringify(answer.values)
+})
+
 /**
  * The statements of a respondent's save (src/Responses/ResponseWriter.ts), each run inside the
  * save's transaction: the respondent's token, the response and its owner, its answers and their
@@ -37,8 +50,8 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
 
     /** The `VALUES` rows of answers of response `responseId`, in their stored form. */
     const answerValues = (responseId: ResponseId, answers: ReadonlyArray<CheckedAnswer>) =>
-      sql.join(", ", false)(answers.map((answer) =>
-        sql`(${responseId}, ${answer.questionId}, ${storedValue(answer.type, answer.values)}, ${JSON.stringify(answer.values)})`
+      sql.join(", ", false)(answers.map(storedAnswer).map((answer) =>
+        sql`(${responseId}, ${answer.questionId}, ${answer.value}, ${answer.values})`
       ))
 
     return {
@@ -60,8 +73,12 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
       /**
        * Stores a new response, not completed, the token that started it, and its first answers
        * (those with values: a new response has none to remove). On PostgreSQL one statement.
+       * Answers the stored columns of the answers it inserted.
        */
-      start: (response: StartedResponse, answers: ReadonlyArray<CheckedAnswer>): Effect.Effect<void, DatabaseError> => {
+      start: (
+        response: StartedResponse,
+        answers: ReadonlyArray<CheckedAnswer>
+      ): Effect.Effect<ReadonlyArray<StoredAnswer>, DatabaseError> => {
         const row = sql.insert({
           id: response.id,
           surveyId: response.surveyId,
@@ -88,7 +105,7 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
               ? sql`WITH started AS (INSERT INTO responses ${row}), owned AS (INSERT INTO respondent_responses ${owner})
                   INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`
               : sql`WITH started AS (INSERT INTO responses ${row}) INSERT INTO respondent_responses ${owner}`
-        }).pipe(Effect.asVoid)
+        }).pipe(Effect.as(kept.map(storedAnswer)))
       },
       /**
        * The response `id` of this survey if this token started it, locked until commit: a

@@ -6,12 +6,12 @@ import { SurveyResponse } from "../Domain/Response.js"
 import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/OutboxRepo.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
-import { Transactions } from "../Sql/Transactions.js"
+import { type DatabaseError, Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { answerDocument } from "./AnswerDocumentRepo.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
 import { ChangeClockRepo } from "./ChangeClockRepo.js"
-import { ResponseRepo } from "./ResponseRepo.js"
+import { ResponseRepo, startedResponse } from "./ResponseRepo.js"
 import { ResponseWriteRepo } from "./ResponseWriteRepo.js"
 import type { Submission } from "./Submission.js"
 
@@ -24,6 +24,12 @@ const validationQuestion = (row: QuestionRow): ValidationQuestion => ({
   allowMultiple: row.allowMultiple,
   options: row.options
 })
+
+/** The response a save writes to, and, when the save started it, that response as it stands. */
+interface Target {
+  readonly id: ResponseId
+  readonly started: Option.Option<ReturnType<typeof startedResponse>>
+}
 
 type ResponseEventType = "response.created" | "response.updated" | "response.completed"
 
@@ -106,8 +112,12 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const resolveTarget = (
       respondent: RespondentContext,
       target: Option.Option<ResponseId>,
-      accepted: ReadonlyArray<CheckedAnswer>
-    ) =>
+      accepted: ReadonlyArray<CheckedAnswer>,
+      questions: ReadonlyArray<QuestionRow>
+    ): Effect.Effect<
+      Target,
+      InvalidRequest | NotFound | DatabaseError
+    > =>
       Option.match(target, {
         onNone: () =>
           Effect.gen(function*() {
@@ -116,15 +126,15 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
                 { path: "", message: "one response per embed session" }
               ])
             }
-            const id = ResponseId.make(makeId("rsp"))
-            yield* saves.start({
-              id,
+            const started = {
+              id: ResponseId.make(makeId("rsp")),
               surveyId: respondent.surveyId,
               externalUserId: respondent.externalUserId,
-              tokenHash: respondent.tokenHash,
               draftedAt: toIso(yield* Clock.currentTimeMillis)
-            }, accepted)
-            return id
+            }
+            const stored = yield* saves.start({ ...started, tokenHash: respondent.tokenHash }, accepted)
+            // Read back as it stands: what this statement stored, beside the questions this transaction read.
+            return { id: started.id, started: Option.some(startedResponse(started, stored, questions)) }
           }),
         onSome: (id) =>
           Effect.gen(function*() {
@@ -137,26 +147,30 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
                 { path: "responseId", message: "response is completed" }
               ])
             }
-            return id
+            return { id, started: Option.none() }
           })
       })
 
     /**
-     * Stores the answers (a new response's were stored with it), then reads the response as it now
-     * stands, once: a finishing save is checked against its answers, the save's events carry it,
-     * and its rendering (stored with the change's stamps) is made from the same answer rows.
+     * Stores the answers of a response the save did not start (a new response's were stored with
+     * it, and are known as they stand), then reads the response as it now stands, once: a
+     * finishing save is checked against its answers, the save's events carry it, and its
+     * rendering (stored with the change's stamps) is made from the same answer rows.
      */
     const storeAnswers = (
       surveyId: SurveyId,
-      responseId: ResponseId,
-      accepted: Option.Option<ReadonlyArray<CheckedAnswer>>,
+      target: Target,
+      accepted: ReadonlyArray<CheckedAnswer>,
       finishing: Option.Option<ReadonlyArray<ValidationQuestion>>
     ) =>
       Effect.gen(function*() {
-        if (Option.isSome(accepted)) yield* saves.storeAnswers(responseId, accepted.value)
-        const { answers, response: stored } = yield* responses.findWithAnswers(surveyId, responseId).pipe(
-          Effect.flatMap(Effect.orDie)
-        )
+        const responseId = target.id
+        const { answers, response: stored } = Option.isSome(target.started)
+          ? target.started.value
+          : yield* Effect.zipRight(
+            saves.storeAnswers(responseId, accepted),
+            Effect.flatMap(responses.findWithAnswers(surveyId, responseId), Effect.orDie)
+          )
         if (Option.isSome(finishing)) {
           const missing = missingRequired(finishing.value, answeredQuestions(stored))
           if (missing.length > 0) return yield* invalid("Required questions are not answered; nothing was saved.", missing)
@@ -204,12 +218,12 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
         yield* holdToken(respondent, target)
         const { questions, workspaceId } = yield* acceptingSurvey(respondent.surveyId)
         const { accepted, checkable } = yield* validated(questions, submission)
-        const responseId = yield* resolveTarget(respondent, target, accepted)
+        const resolved = yield* resolveTarget(respondent, target, accepted, questions)
         const finishing = submission.finished ? Option.some(checkable) : Option.none()
         const created = Option.isNone(target)
-        const saved = yield* storeAnswers(respondent.surveyId, responseId, created ? Option.none() : Option.some(accepted), finishing)
+        const saved = yield* storeAnswers(respondent.surveyId, resolved, accepted, finishing)
         yield* record(respondent, workspaceId, saved, created, submission.finished)
-        return { responseId, created } as const
+        return { responseId: resolved.id, created } as const
       })
 
     const run = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
