@@ -103,7 +103,7 @@ let run = 0
 
 layer(Setup)("stored aggregates", (it) => {
   it.effect.prop(
-    "equal a from-scratch computation after any sequence of writes and deletions, field by field",
+    "equal a from-scratch computation after any sequence of writes and deletions, field by field, in every survey a step touches",
     { scenario: scenarioArb },
     ({ scenario }) =>
       Effect.gen(function*() {
@@ -111,58 +111,67 @@ layer(Setup)("stored aggregates", (it) => {
         const aggregator = yield* Aggregator
         const repo = yield* AggregateRepo
         const deletion = yield* ResponseDeletion
-        const surveyId = SurveyId.make(`srv_p${run++}`)
-        yield* sql`INSERT INTO surveys (id, workspace_id, title, status, created_at, updated_at)
-          VALUES (${surveyId}, 'ws_p', 'P', 'published', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
-        for (const q of scenario.questions) {
-          yield* sql`INSERT INTO questions (id, survey_id, type, label, position, options, deleted) VALUES
-            (${`${surveyId}_${q.id}`}, ${surveyId}, ${q.type}, ${q.id}, ${q.position}, ${JSON.stringify(q.options)},
-             ${q.deleted ? 1 : 0})`
+        // Two surveys take the same writes in turn, so that each step of the aggregator applies
+        // changes of both together.
+        const base = `srv_p${run++}`
+        const surveys = [`${base}_a`, `${base}_b`].map((id) => SurveyId.make(id))
+        const setups = []
+        for (const surveyId of surveys) {
+          yield* sql`INSERT INTO surveys (id, workspace_id, title, status, created_at, updated_at)
+            VALUES (${surveyId}, 'ws_p', 'P', 'published', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
+          for (const q of scenario.questions) {
+            yield* sql`INSERT INTO questions (id, survey_id, type, label, position, options, deleted) VALUES
+              (${`${surveyId}_${q.id}`}, ${surveyId}, ${q.type}, ${q.id}, ${q.position}, ${JSON.stringify(q.options)},
+               ${q.deleted ? 1 : 0})`
+          }
+          const questions = scenario.questions.map((q) => ({ ...q, id: `${surveyId}_${q.id}` }))
+          setups.push({ surveyId, questions, types: new Map(questions.map((q) => [q.id, q.type])), model: new Map<number, ResponseInput>() })
         }
-        const questions = scenario.questions.map((q) => ({ ...q, id: `${surveyId}_${q.id}` }))
-        const types = new Map(questions.map((q) => [q.id, q.type]))
-        const model = new Map<number, ResponseInput>()
         for (const op of scenario.ops) {
           if (op.kind === "aggregate") {
             yield* aggregator.catchUp()
             continue
           }
-          if (op.kind === "delete") {
-            // Subtracts what the response contributed, in the deleting transaction.
-            const existed = yield* deletion.deleteOne({
-              workspaceId: WorkspaceId.make("ws_p"),
-              surveyId: SurveyId.make(surveyId),
-              responseId: ResponseId.make(`${surveyId}_r${op.target}`)
+          for (const { model, surveyId, types } of setups) {
+            if (op.kind === "delete") {
+              // Subtracts what the response contributed, in the deleting transaction.
+              const existed = yield* deletion.deleteOne({
+                workspaceId: WorkspaceId.make("ws_p"),
+                surveyId,
+                responseId: ResponseId.make(`${surveyId}_r${op.target}`)
+              })
+              expect(existed).toBe(model.delete(op.target))
+              continue
+            }
+            const answers = op.answers.map((a) => ({ ...a, questionId: `${surveyId}_${a.questionId}` }))
+            model.set(op.target, { completed: op.completed, answers })
+            yield* writeResponse({
+              id: `${surveyId}_r${op.target}`,
+              surveyId,
+              completed: op.completed,
+              createdAt: `2026-01-02T00:0${op.target}:00.000Z`,
+              answers,
+              types
             })
-            expect(existed).toBe(model.delete(op.target))
-            continue
           }
-          const answers = op.answers.map((a) => ({ ...a, questionId: `${surveyId}_${a.questionId}` }))
-          model.set(op.target, { completed: op.completed, answers })
-          yield* writeResponse({
-            id: `${surveyId}_r${op.target}`,
-            surveyId,
-            completed: op.completed,
-            createdAt: `2026-01-02T00:0${op.target}:00.000Z`,
-            answers,
-            types
-          })
         }
         yield* aggregator.catchUp()
-        // Consumed changes are dropped with the step that applied them.
-        const left = decodeAs(
-          Schema.Array(Count),
-          yield* sql`SELECT count(*) AS n FROM response_changes WHERE survey_id = ${surveyId}`
-        )
-        expect(left[0]?.n).toBe(0)
+        for (const { model, questions, surveyId } of setups) {
+          // Consumed changes are dropped with the step that applied them.
+          const left = decodeAs(
+            Schema.Array(Count),
+            yield* sql`SELECT count(*) AS n FROM response_changes WHERE survey_id = ${surveyId}`
+          )
+          expect(left[0]?.n).toBe(0)
 
-        const responses = [...model.values()]
-        const stored = yield* repo.load(surveyId)
-        expectClose(plain(stored.aggregates), plain(aggregate(questions, responses)))
-        expectClose(toPlainAnalytics(analyticsOf(questions, stored.aggregates)), oracle(questions, responses))
+          const responses = [...model.values()]
+          const stored = yield* repo.load(surveyId)
+          expectClose(plain(stored.aggregates), plain(aggregate(questions, responses)))
+          expectClose(toPlainAnalytics(analyticsOf(questions, stored.aggregates)), oracle(questions, responses))
 
-        yield* aggregator.rebuild(surveyId)
-        expectClose(plain((yield* repo.load(surveyId)).aggregates), plain(aggregate(questions, responses)))
+          yield* aggregator.rebuild(surveyId)
+          expectClose(plain((yield* repo.load(surveyId)).aggregates), plain(aggregate(questions, responses)))
+        }
       }).pipe(Effect.orDie),
     { fastCheck: { numRuns: 80 } }
   )

@@ -206,6 +206,18 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         (rows) => rows.map((row) => toDef(QuestionColumns.read(row)))
       )
 
+    /** Every question of these surveys, deleted ones and sections included, by survey. */
+    const questionsOfSurveys = (surveyIds: ReadonlyArray<SurveyId>) =>
+      Effect.gen(function*() {
+        const bySurvey = new Map<SurveyId, Array<QuestionDef>>(surveyIds.map((id) => [id, []]))
+        for (const part of Arr.chunksOf(Arr.dedupe(surveyIds), chunk)) {
+          const rows = yield* sql`SELECT ${sql.literal(QuestionColumns.columns)} FROM questions q
+            WHERE q.survey_id IN ${sql.in(part)}`.values
+          for (const row of rows.map(QuestionColumns.read)) bySurvey.get(row.surveyId)?.push(toDef(row))
+        }
+        return bySurvey
+      })
+
     /** Question layouts of every survey that has stored aggregates. */
     const storedLayouts = Effect.gen(function*() {
       const signatures = (yield* sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys`.values)
@@ -224,22 +236,36 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const load = (surveyId: SurveyId) =>
       Effect.map(sql.unsafe(dialect.positional(storedCountersSql), [surveyId]).values, (rows) => foldCounters(rows).stored)
 
-    /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
-    const addDelta = (surveyId: SurveyId, delta: Aggregates, signature: string) =>
+    /**
+     * Adds deltas to surveys' counters (creating their rows) and drops rows that fell to zero: a
+     * statement per kind of counter for all the surveys together, so that a step's statements do
+     * not grow with the number of surveys its changes touch.
+     */
+    const addDeltas = (deltas: ReadonlyArray<{ readonly surveyId: SurveyId; readonly delta: Aggregates; readonly signature: string }>) =>
       Effect.gen(function*() {
-        yield* sql`INSERT INTO analytics_surveys (survey_id, response_count, completed_count, signature)
-          VALUES (${surveyId}, ${delta.responseCount}, ${delta.completedCount}, ${signature})
-          ON CONFLICT (survey_id) DO UPDATE SET response_count = analytics_surveys.response_count + excluded.response_count,
-            completed_count = analytics_surveys.completed_count + excluded.completed_count, signature = excluded.signature`
-        const reach = [...delta.reach].filter(([, count]) => count !== 0)
-          .map(([position, count]) => ({ surveyId, position, count }))
+        const surveys = deltas.map(({ delta, signature, surveyId }) => ({
+          surveyId,
+          responseCount: delta.responseCount,
+          completedCount: delta.completedCount,
+          signature
+        }))
+        for (const rows of Arr.chunksOf(surveys, chunk)) {
+          yield* sql`INSERT INTO analytics_surveys ${sql.insert(rows)}
+            ON CONFLICT (survey_id) DO UPDATE SET response_count = analytics_surveys.response_count + excluded.response_count,
+              completed_count = analytics_surveys.completed_count + excluded.completed_count, signature = excluded.signature`
+        }
+        const reach = deltas.flatMap(({ delta, surveyId }) =>
+          [...delta.reach].filter(([, count]) => count !== 0).map(([position, count]) => ({ surveyId, position, count }))
+        )
         for (const rows of Arr.chunksOf(reach, chunk)) {
           yield* sql`INSERT INTO analytics_reach ${sql.insert(rows)}
             ON CONFLICT (survey_id, position) DO UPDATE SET count = analytics_reach.count + excluded.count`
         }
-        const questions = [...delta.questions].filter(([, q]) =>
-          q.answered !== 0 || q.textCount !== 0 || q.numericCount !== 0 || q.numericSum !== 0 || q.numericSumSquares !== 0
-        ).map(([questionId, q]) => ({ surveyId, questionId, ...q }))
+        const questions = deltas.flatMap(({ delta, surveyId }) =>
+          [...delta.questions].filter(([, q]) =>
+            q.answered !== 0 || q.textCount !== 0 || q.numericCount !== 0 || q.numericSum !== 0 || q.numericSumSquares !== 0
+          ).map(([questionId, q]) => ({ surveyId, questionId, ...q }))
+        )
         for (const rows of Arr.chunksOf(questions, chunk)) {
           yield* sql`INSERT INTO analytics_questions ${sql.insert(rows)}
             ON CONFLICT (survey_id, question_id) DO UPDATE SET answered = analytics_questions.answered + excluded.answered,
@@ -248,32 +274,40 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
               numeric_sum = analytics_questions.numeric_sum + excluded.numeric_sum,
               numeric_sum_squares = analytics_questions.numeric_sum_squares + excluded.numeric_sum_squares`
         }
-        const options = [...delta.options].flatMap(([questionId, map]) =>
-          [...map].filter(([, o]) => o.count !== 0 || o.rankSum !== 0)
-            .map(([value, o]) => ({ surveyId, questionId, value, count: o.count, rankSum: o.rankSum }))
+        const options = deltas.flatMap(({ delta, surveyId }) =>
+          [...delta.options].flatMap(([questionId, map]) =>
+            [...map].filter(([, o]) => o.count !== 0 || o.rankSum !== 0)
+              .map(([value, o]) => ({ surveyId, questionId, value, count: o.count, rankSum: o.rankSum }))
+          )
         )
         for (const rows of Arr.chunksOf(options, chunk)) {
           yield* sql`INSERT INTO analytics_options ${sql.insert(rows)}
             ON CONFLICT (survey_id, question_id, value) DO UPDATE SET count = analytics_options.count + excluded.count,
               rank_sum = analytics_options.rank_sum + excluded.rank_sum`
         }
-        const numbers = [...delta.numbers].flatMap(([questionId, map]) =>
-          [...map].filter(([, count]) => count !== 0).map(([num, count]) => ({ surveyId, questionId, num, count }))
+        const numbers = deltas.flatMap(({ delta, surveyId }) =>
+          [...delta.numbers].flatMap(([questionId, map]) =>
+            [...map].filter(([, count]) => count !== 0).map(([num, count]) => ({ surveyId, questionId, num, count }))
+          )
         )
         for (const rows of Arr.chunksOf(numbers, chunk)) {
           yield* sql`INSERT INTO analytics_numbers ${sql.insert(rows)}
             ON CONFLICT (survey_id, question_id, num) DO UPDATE SET count = analytics_numbers.count + excluded.count`
         }
         // A question nobody answers any more starts again from exact zeros (no floating-point residue).
-        if (reach.length > 0) yield* sql`DELETE FROM analytics_reach WHERE survey_id = ${surveyId} AND count = 0`
-        if (questions.length > 0) {
-          yield* sql`DELETE FROM analytics_questions WHERE survey_id = ${surveyId} AND answered = 0`
+        const touched = (rows: ReadonlyArray<{ readonly surveyId: SurveyId }>) => Arr.chunksOf(Arr.dedupe(rows.map((row) => row.surveyId)), chunk)
+        for (const part of touched(reach)) yield* sql`DELETE FROM analytics_reach WHERE survey_id IN ${sql.in(part)} AND count = 0`
+        for (const part of touched(questions)) {
+          yield* sql`DELETE FROM analytics_questions WHERE survey_id IN ${sql.in(part)} AND answered = 0`
           yield* sql`UPDATE analytics_questions SET numeric_sum = 0, numeric_sum_squares = 0
-            WHERE survey_id = ${surveyId} AND numeric_count = 0 AND (numeric_sum <> 0 OR numeric_sum_squares <> 0)`
+            WHERE survey_id IN ${sql.in(part)} AND numeric_count = 0 AND (numeric_sum <> 0 OR numeric_sum_squares <> 0)`
         }
-        if (options.length > 0) yield* sql`DELETE FROM analytics_options WHERE survey_id = ${surveyId} AND count = 0`
-        if (numbers.length > 0) yield* sql`DELETE FROM analytics_numbers WHERE survey_id = ${surveyId} AND count = 0`
+        for (const part of touched(options)) yield* sql`DELETE FROM analytics_options WHERE survey_id IN ${sql.in(part)} AND count = 0`
+        for (const part of touched(numbers)) yield* sql`DELETE FROM analytics_numbers WHERE survey_id IN ${sql.in(part)} AND count = 0`
       })
+
+    /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
+    const addDelta = (surveyId: SurveyId, delta: Aggregates, signature: string) => addDeltas([{ surveyId, delta, signature }])
 
     /** Forgets everything stored for a survey. */
     const clearSurvey = (surveyId: SurveyId) =>
@@ -355,6 +389,18 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const snapshot = (surveyId: SurveyId) =>
       Effect.map(reader.values(analyticsSnapshotSql, [surveyId]), foldCounters)
 
+    /** The layout signatures these surveys' stored counters were built against; a survey without any is absent. */
+    const storedSignatures = (surveyIds: ReadonlyArray<SurveyId>) =>
+      Effect.gen(function*() {
+        const bySurvey = new Map<SurveyId, string>()
+        for (const part of Arr.chunksOf(Arr.dedupe(surveyIds), chunk)) {
+          const rows = yield* sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys
+            WHERE survey_id IN ${sql.in(part)}`.values
+          for (const row of rows.map(SurveySignatureColumns.read)) bySurvey.set(row.surveyId, row.signature)
+        }
+        return bySurvey
+      })
+
     const storedSignature = (surveyId: SurveyId) =>
       Effect.map(
         sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys WHERE survey_id = ${surveyId}`.values,
@@ -411,11 +457,14 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     return {
       surveyExists,
       questionsOf,
+      questionsOfSurveys,
       storedLayouts,
       load,
       snapshot,
       storedSignature,
+      storedSignatures,
       addDelta,
+      addDeltas,
       clearSurvey,
       currentResponses,
       responsePage,

@@ -102,15 +102,22 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         }
         for (const f of former) apply(deltaOf(f.surveyId), f.contribution, -1)
 
+        // The questions and stored signatures of every survey the changes touch, each in one statement.
+        const groups = Object.values(Arr.groupBy(current, (r) => r.surveyId))
+        const touched = [...groups.map((responses) => responses[0].surveyId), ...former.map((f) => f.surveyId)]
+        const questionsBySurvey = yield* repo.questionsOfSurveys(touched)
+        const storedBySurvey = yield* repo.storedSignatures(touched)
+        const questionsOf = (surveyId: SurveyId) => questionsBySurvey.get(surveyId) ?? []
+
         const rebuilt = new Set<SurveyId>()
         const signatures = new Map<SurveyId, string>()
         const saved: Array<StoredContribution> = []
-        for (const responses of Object.values(Arr.groupBy(current, (r) => r.surveyId))) {
+        for (const responses of groups) {
           const surveyId = responses[0].surveyId
-          const questions = yield* repo.questionsOf(surveyId)
+          const questions = questionsOf(surveyId)
           const signature = signatureOf(questions)
           signatures.set(surveyId, signature)
-          const stored = yield* repo.storedSignature(surveyId)
+          const stored = storedBySurvey.get(surveyId) ?? null
           if (stored !== null && stored !== signature) {
             yield* rebuildInTransaction(surveyId)
             rebuilt.add(surveyId)
@@ -124,11 +131,11 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
             saved.push({ responseId: response.id, surveyId, contribution })
           }
         }
-        for (const [surveyId, delta] of deltas) {
-          if (rebuilt.has(surveyId)) continue
-          const signature = signatures.get(surveyId) ?? signatureOf(yield* repo.questionsOf(surveyId))
-          yield* repo.addDelta(surveyId, delta, signature)
-        }
+        yield* repo.addDeltas([...deltas].filter(([surveyId]) => !rebuilt.has(surveyId)).map(([surveyId, delta]) => ({
+          surveyId,
+          delta,
+          signature: signatures.get(surveyId) ?? signatureOf(questionsOf(surveyId))
+        })))
         const present = new Set(current.map((r) => r.id))
         yield* repo.deleteContributions(ids.filter((id) => !present.has(id)))
         yield* repo.saveContributions(saved)
