@@ -8,6 +8,7 @@ import { answerDocument } from "../src/Responses/AnswerDocumentRepo.js"
 import { boundStatement, type Change, ChangeClockRepo } from "../src/Responses/ChangeClockRepo.js"
 import { ResponseRepo } from "../src/Responses/ResponseRepo.js"
 import { Reader } from "../src/Sql/Reader.js"
+import { SurveyRepo } from "../src/Surveys/SurveyRepo.js"
 import { Transactions } from "../src/Sql/Transactions.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
@@ -459,6 +460,40 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
       yield* Fiber.join(held.fiber)
 
       expect(changes(yield* walk("srv_flight_late", largest(during), 2))).toEqual([[b, at(start, 1000)], [a, at(start, 1001)]])
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("a save's read of its survey announces it: while the save is open a walk's bound stays at what it announced", () =>
+    Effect.gen(function*() {
+      const { a } = yield* twoSaved("srv_flight_read", 1000)
+      const surveys = yield* SurveyRepo
+      const transactions = yield* Transactions
+      const reader = yield* Reader
+      const boundNow = Effect.map(
+        reader.values(boundStatement, ["srv_flight_read"]).pipe(Effect.orDie),
+        (rows) => decodeAs(Schema.Tuple(Schema.Tuple(Schema.String)), rows)[0][0]
+      )
+      const announced = yield* Deferred.make<string | undefined>()
+      const release = yield* Deferred.make<void>()
+      yield* Effect.addFinalizer(() => Deferred.succeed(release, undefined))
+      const open = yield* Effect.fork(transactions.within(Effect.gen(function*() {
+        const found = yield* surveys.findWithQuestionsAnnouncing(SurveyId.make("srv_flight_read"))
+        yield* Deferred.succeed(announced, Option.getOrUndefined(found)?.announced)
+        yield* Deferred.await(release)
+      })).pipe(Effect.orDie))
+      expect(yield* Deferred.await(announced)).toBe(at(start, 1000))
+
+      // Another save commits a later change meanwhile: the survey's high-water moves past it.
+      yield* TestClock.setTime(Date.parse(at(start, 5000)))
+      const done = yield* Deferred.make<void>()
+      yield* Deferred.succeed(done, undefined)
+      const later = yield* heldSave({ surveyId: "srv_flight_read", responseId: a, created: false, completed: false }, done)
+      yield* Fiber.join(later.fiber)
+      expect(later.instant).toBe(at(start, 5000))
+      expect(yield* boundNow).toBe(at(start, 1000))
+
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(open)
+      expect(yield* boundNow).toBe(at(start, 5000))
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
   it.effect("two new responses of one survey are stamped at once, neither waiting for the other; both count", () =>

@@ -22,7 +22,8 @@ export interface Change {
   readonly rendering: string
 }
 
-type Stamp = (change: Change, now: string) => Effect.Effect<string, DatabaseError>
+/** `announced`: the c0 that the save's read of the survey announced (`announcingRead`), on PostgreSQL. */
+type Stamp = (change: Change, now: string, announced?: string) => Effect.Effect<string, DatabaseError>
 
 const millisOf = (instant: string | null): number => {
   const parsed = instant === null || instant === "" ? Number.NaN : Date.parse(instant)
@@ -89,9 +90,20 @@ export const boundStatement = `SELECT CASE WHEN a.ms IS NULL THEN k.h
  * PostgreSQL's announce: the high-water c0 under this statement's snapshot, and the shared announce
  * lock of c0, held until the transaction ends. Shared locks never wait for one another.
  */
-const announceText = (created: boolean) =>
-  toNumbered(`SELECT k.c0, pg_advisory_xact_lock_shared(${announceKey("k.c0")})
-    FROM (SELECT ${highWater(created)} AS c0) k`)
+const announceSelect = (created: boolean) =>
+  `SELECT k.c0, pg_advisory_xact_lock_shared(${announceKey("k.c0")}) FROM (SELECT ${highWater(created)} AS c0) k`
+const announceText = (created: boolean) => toNumbered(announceSelect(created))
+
+/**
+ * The announce of a save of survey `?1`, run by the save's first read of the survey (PostgreSQL,
+ * SurveyRepo `findWithQuestions`): `cte` goes before that read's `SELECT` and `column` first in its
+ * list, which then holds c0 on every row, to be given to `stamp`. The read is then the announce,
+ * one round trip less; it must run inside the save's transaction, before the response is written.
+ */
+export const announcingRead = {
+  cte: `WITH announced AS MATERIALIZED (${announceSelect(false)})`,
+  column: "(SELECT c0 FROM announced) AS announced_c0"
+} as const
 const announceStatements = { created: announceText(true), changed: announceText(false) } as const
 
 /**
@@ -119,12 +131,14 @@ const stampStatement = (change: Change) => stampStatements[Number(change.created
  * least what a reader whose bound statement ran before the announce read: the instant is after
  * both (docs/architecture.md#the-change-clock).
  */
-const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
+const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now, announcedBefore) =>
   Effect.gen(function*() {
     const { responseId, surveyId } = change
     const params = change.created ? [surveyId, responseId] : [surveyId]
-    const announced = yield* sql.unsafe(announceStatements[change.created ? "created" : "changed"], params).values
-    const c0 = announced[0] === undefined ? "" : Announced.read(announced[0]).c0
+    const announced = announcedBefore === undefined
+      ? yield* sql.unsafe(announceStatements[change.created ? "created" : "changed"], params).values
+      : []
+    const c0 = announcedBefore ?? (announced[0] === undefined ? "" : Announced.read(announced[0]).c0)
     const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, c0, change.rendering]).values
     const row = rows[0]
     if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
@@ -170,13 +184,15 @@ export class ChangeClockRepo extends Effect.Service<ChangeClockRepo>()("Response
        * instant of the survey's changes when that is later (a burst within one millisecond, a wall
        * clock stepped back), so that within a survey `updatedAt` grows.
        *
-       * Call it after the save's other writes to the response. On SQLite the save's transaction
+       * Call it after the save's other writes to the response; on PostgreSQL give it the c0 that the
+       * save's read of the survey announced (`announcingRead`), else it announces first, one
+       * statement more. On SQLite the save's transaction
        * is the one writer from its first write; on PostgreSQL saves of one survey do not wait for
        * one another here, and a reader by `updatedAfter` lists nothing at or after this instant
        * until the save commits (`boundStatement`).
        */
-      stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change) {
-        return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis))
+      stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change, announced?: string) {
+        return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis), announced)
       }),
       /**
        * The statement that counts a new response in its survey's `responseCount`, to run as the

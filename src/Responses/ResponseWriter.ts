@@ -78,13 +78,21 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
           (held) => held ? Effect.void : Effect.fail(tokenRefused())
         )
 
-    /** The survey's workspace and its current questions, read together, while the survey accepts responses. */
+    /**
+     * The survey's workspace and its current questions, read together, while the survey accepts
+     * responses. On PostgreSQL the read also announces the save to the change clock: the save's
+     * first statement after the token's.
+     */
     const acceptingSurvey = (surveyId: SurveyId) =>
       Effect.flatMap(
-        surveys.findWithQuestions(surveyId),
-        (found): Effect.Effect<{ readonly workspaceId: WorkspaceId; readonly questions: ReadonlyArray<QuestionRow> }, InvalidRequest> => {
+        surveys.findWithQuestionsAnnouncing(surveyId),
+        (found): Effect.Effect<
+          { readonly workspaceId: WorkspaceId; readonly questions: ReadonlyArray<QuestionRow>; readonly announced: string | undefined },
+          InvalidRequest
+        > => {
           if (Option.isSome(found) && !found.value.survey.trashed && found.value.survey.status === "published") {
-            return Effect.succeed({ workspaceId: found.value.survey.workspaceId, questions: found.value.questions })
+            const { announced, questions, survey } = found.value
+            return Effect.succeed({ workspaceId: survey.workspaceId, questions, announced })
           }
           const status = Option.match(found, {
             onNone: () => "gone",
@@ -185,15 +193,19 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
      */
     const record = (
       respondent: RespondentContext,
-      workspaceId: WorkspaceId,
+      survey: { readonly workspaceId: WorkspaceId; readonly announced: string | undefined },
       saved: { readonly stored: SurveyResponse; readonly rendering: string },
       created: boolean,
       finished: boolean
     ) =>
       Effect.gen(function*() {
+        const { workspaceId } = survey
         const { rendering, stored } = saved
         const responseId = stored.id
-        const now = yield* changeClock.stamp({ surveyId: respondent.surveyId, responseId, created, completed: finished, rendering })
+        const now = yield* changeClock.stamp(
+          { surveyId: respondent.surveyId, responseId, created, completed: finished, rendering },
+          survey.announced
+        )
         const response = new SurveyResponse({
           ...stored,
           createdAt: created ? now : stored.createdAt,
@@ -216,13 +228,14 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const write = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
       Effect.gen(function*() {
         yield* holdToken(respondent, target)
-        const { questions, workspaceId } = yield* acceptingSurvey(respondent.surveyId)
+        const survey = yield* acceptingSurvey(respondent.surveyId)
+        const { questions } = survey
         const { accepted, checkable } = yield* validated(questions, submission)
         const resolved = yield* resolveTarget(respondent, target, accepted, questions)
         const finishing = submission.finished ? Option.some(checkable) : Option.none()
         const created = Option.isNone(target)
         const saved = yield* storeAnswers(respondent.surveyId, resolved, accepted, finishing)
-        yield* record(respondent, workspaceId, saved, created, submission.finished)
+        yield* record(respondent, survey, saved, created, submission.finished)
         return { responseId: resolved.id, created } as const
       })
 

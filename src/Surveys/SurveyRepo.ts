@@ -1,10 +1,12 @@
 // Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Surveys.test.ts.
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type SqlError } from "@effect/sql"
 import { Data, Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { type SurveyId, surveyId, type WorkspaceId, workspaceId } from "../Domain/Ids.js"
 import { Survey, SurveyStatus } from "../Domain/Survey.js"
 import { QuestionColumns, type QuestionRow, questionRowOf } from "../Questions/QuestionRepo.js"
+import { announcingRead } from "../Responses/ChangeClockRepo.js"
+import { SqlDialect } from "../Sql/Dialect.js"
 import { placeholders, Reader } from "../Sql/Reader.js"
 import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
@@ -57,10 +59,20 @@ const surveyWidth = Object.keys(SurveyColumns.fields).length
  * `questionCount` and the questions shown beside it are of one moment, even while an import
  * replaces them. A survey without questions is one row, its question columns null.
  */
-const withQuestions = `SELECT s.*, ${QuestionColumns.columns}
-  FROM (${byId}) s
+const withQuestionsFrom = `FROM (${byId}) s
   LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
   ORDER BY q.position, q.id`
+const withQuestions = `SELECT s.*, ${QuestionColumns.columns} ${withQuestionsFrom}`
+/** The same read announcing a save of the survey (PostgreSQL): c0 first on every row. */
+const withQuestionsAnnouncing = `${announcingRead.cte} SELECT ${announcingRead.column}, s.*, ${QuestionColumns.columns} ${withQuestionsFrom}`
+const AnnouncedColumn = rowShape({ c0: column.text("c0") })
+
+/** A survey with its questions, read by a save, and the c0 its read announced (PostgreSQL). */
+interface Announcing {
+  readonly survey: SurveyRow
+  readonly questions: ReadonlyArray<QuestionRow>
+  readonly announced: string | undefined
+}
 
 /** A list row straight in wire form: a page of surveys skips the row class. */
 export const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(SurveyColumns.read(row))
@@ -76,6 +88,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
   effect: Effect.gen(function*() {
     const reader = yield* Reader
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* SqlDialect
 
     // On the path of every survey request: the reader's connection, typed column reads.
     const findById = (id: SurveyId) =>
@@ -108,10 +121,30 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
           )
         })))
 
+    // PostgreSQL: the announce's c0 first, then the read's columns; SQLite announces nothing.
+    const findWithQuestionsAnnouncing = (id: SurveyId): Effect.Effect<Option.Option<Announcing>, SqlError.SqlError> =>
+      dialect.choose<Effect.Effect<Option.Option<Announcing>, SqlError.SqlError>>({
+        sqlite: () => Effect.map(findWithQuestions(id), Option.map((found) => ({ ...found, announced: undefined }))),
+        pg: () =>
+          Effect.map(reader.values(withQuestionsAnnouncing, [id]), (rows) =>
+            Option.map(Option.fromNullable(rows[0]), (first) => ({
+              survey: surveyRowOf(first.slice(1)),
+              questions: rows.flatMap((row): Array<QuestionRow> =>
+                row[surveyWidth + 1] === null ? [] : [questionRowOf(row.slice(surveyWidth + 1))]
+              ),
+              announced: AnnouncedColumn.read(first).c0
+            })))
+      })
+
     return {
       findById: (id: SurveyId) => findById(id).pipe(Effect.orDie),
       /** The survey with its current questions (sections included), read together: the respondent page. */
       findWithQuestions: (id: SurveyId) => findWithQuestions(id).pipe(Effect.orDie),
+      /**
+       * `findWithQuestions` inside a respondent's save, announcing the save on PostgreSQL
+       * (src/Responses/ChangeClockRepo.ts `announcingRead`): `announced` is the c0 to give the stamp.
+       */
+      findWithQuestionsAnnouncing: (id: SurveyId) => findWithQuestionsAnnouncing(id).pipe(Effect.orDie),
       /**
        * One page in "newest activity first" order, in wire form, plus one row to tell whether
        * more follow.
