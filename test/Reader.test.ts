@@ -133,7 +133,7 @@ layer(TestDatabase())("Reader on a database file", (it) => {
       })
   )
 
-  it.effect.skipIf(testDatabase !== "postgres")("a statement text sent a second time runs prepared, one sent once does not", () =>
+  it.effect.skipIf(testDatabase !== "postgres")("a statement text sent a second time runs prepared, one sent once or as a string without parameters does not", () =>
     Effect.gen(function*() {
       const sql = yield* freshProbe
       // One transaction: one connection, whose prepared statements the server lists.
@@ -141,11 +141,19 @@ layer(TestDatabase())("Reader on a database file", (it) => {
         yield* sql`SELECT id FROM probe WHERE id = ${"twice"}`
         yield* sql`SELECT id FROM probe WHERE id = ${"twice"}`
         yield* sql`SELECT id FROM probe WHERE id <> ${"once"}`
+        // A read without parameters is prepared too; a statement text sent as a string without any is not.
+        const reader = yield* Reader
+        yield* reader.values("SELECT count(*) FROM probe", [])
+        yield* reader.values("SELECT count(*) FROM probe", [])
+        yield* sql.unsafe("SELECT max(id) FROM probe")
+        yield* sql.unsafe("SELECT max(id) FROM probe")
         return yield* sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements`
       })).pipe(Effect.orDie)
       const texts = prepared.map((row) => row.statement)
       expect(texts).toContain("SELECT id FROM probe WHERE id = $1")
+      expect(texts).toContain("SELECT count(*) FROM probe")
       expect(texts).not.toContain("SELECT id FROM probe WHERE id <> $1")
+      expect(texts).not.toContain("SELECT max(id) FROM probe")
     }))
 
   it.effect.skipIf(testDatabase !== "postgres")(

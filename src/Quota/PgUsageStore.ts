@@ -1,6 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { isDatabaseUnavailable, isPgPoolExhausted } from "../Sql/Busy.js"
+import { Reader } from "../Sql/Reader.js"
+import { column, rowShape } from "../Sql/Rows.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
 import { aggregate, pruning, storeBusy, storedUsage } from "./UsageRows.js"
@@ -17,6 +19,7 @@ const AccountAfter = Schema.Struct({ accountId: Schema.String, after: Schema.Num
  */
 export const makePgUsageStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const reader = yield* Reader
   const lastPruned = new Map<string, number>()
 
   const busyOrDie = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
@@ -29,6 +32,7 @@ export const makePgUsageStore = Effect.gen(function*() {
     Result: Count,
     execute: ({ accountId, day }) => sql`SELECT count FROM usage_daily WHERE account_id = ${accountId} AND day = ${day}`
   })
+  const DayCount = rowShape({ count: column.num("count") })
   const monthCount = SqlSchema.single({
     Request: Schema.Struct({ accountId: Schema.String, month: Schema.String }),
     Result: Count,
@@ -123,7 +127,12 @@ export const makePgUsageStore = Effect.gen(function*() {
     }).pipe(busyOrDie, Effect.withSpan("UsageStore.forget"))
 
   return {
-    dayCount: (accountId, now) => busyOrDie(todayCount(accountId, now)),
+    // On every `/usage`: the reader's pooled, prepared read, not the client's acquisition (src/Sql/Reader.ts).
+    dayCount: (accountId, now) =>
+      busyOrDie(Effect.map(
+        reader.values(`SELECT ${DayCount.columns} FROM usage_daily WHERE account_id = ? AND day = ?`, [accountId, utcDay(now)]),
+        (rows) => rows[0] === undefined ? 0 : DayCount.at.count(rows[0])
+      )),
     counts,
     settle,
     forget

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../Config.js"
 import type { ServiceUnavailable } from "../Domain/Errors.js"
 import { SqlDialect } from "../Sql/Dialect.js"
@@ -59,6 +59,8 @@ export interface UsageStoreShape {
 
 export class UsageStore extends Context.Tag("Quota/UsageStore")<UsageStore, UsageStoreShape>() {}
 
+type QuotaFileError = Effect.Effect.Error<ReturnType<typeof makeQuotaFileStore>>
+
 /**
  * The counters: on SQLite in the quota file beside the service's file (src/Quota/QuotaFileStore.ts;
  * at start it takes over what an earlier version counted in the main file since), in memory beside
@@ -67,7 +69,7 @@ export class UsageStore extends Context.Tag("Quota/UsageStore")<UsageStore, Usag
 export const UsageStoreLive = Layer.scoped(
   UsageStore,
   Effect.flatMap(SqlDialect, (dialect) =>
-    dialect.choose({
+    dialect.choose<Effect.Effect<UsageStoreShape, QuotaFileError, Effect.Effect.Context<typeof makePgUsageStore> | AppConfig | Scope.Scope>>({
       sqlite: () => Effect.flatMap(AppConfig, (config) => makeQuotaFileStore(config.sqliteBusyTimeoutMs ?? 5000)),
       pg: () => makePgUsageStore
     }))

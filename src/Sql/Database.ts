@@ -166,7 +166,12 @@ const statementNames = () => {
 
 type Callback = (error: unknown, result: unknown) => void
 
-/** A statement with parameters, as the client was asked to run it, and its callback; else undefined. */
+/**
+ * A statement to prepare, as the client was asked to run it, and its callback; else undefined. A
+ * text with parameters, or one sent as a query object (the reader's reads and the client's rows
+ * as arrays, always one statement each, parameters or not). A text without parameters sent as a
+ * string keeps the simple protocol, which allows several statements in one text (a migration).
+ */
 const parameterised = (args: Array<unknown>): { readonly config: Pg.QueryConfig; readonly callback: Callback } | undefined => {
   const [first, second, third] = args
   if (typeof first === "string" && Array.isArray(second) && second.length > 0 && typeof third === "function") {
@@ -175,7 +180,7 @@ const parameterised = (args: Array<unknown>): { readonly config: Pg.QueryConfig;
   if (
     typeof first === "object" && first !== null && Object.getPrototypeOf(first) === Object.prototype &&
     "text" in first && typeof first.text === "string" && !("name" in first) &&
-    "values" in first && Array.isArray(first.values) && first.values.length > 0 && typeof second === "function"
+    "values" in first && Array.isArray(first.values) && typeof second === "function"
   ) {
     return { config: { ...first, text: first.text, values: first.values }, callback: second as Callback }
   }
