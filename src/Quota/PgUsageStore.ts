@@ -9,9 +9,9 @@ import { aggregate, pruning, storeBusy, storedUsage } from "./UsageRows.js"
 import type { BatchAccount, Decider, UsageCounts, UsageStoreShape } from "./UsageStore.js"
 
 const Count = Schema.Struct({ count: Schema.Number })
-const BurstRow = Schema.Struct({ atMs: Schema.Number, count: Schema.Number })
 const AccountDay = Schema.Struct({ accountId: Schema.String, day: Schema.String })
-const AccountAfter = Schema.Struct({ accountId: Schema.String, after: Schema.Number })
+const DayCount = rowShape({ count: column.num("count") })
+const MonthAndBurst = rowShape({ atMs: column.num("at_ms"), count: column.num("count") })
 
 /**
  * The counters in the service's PostgreSQL database, through its client: a batch's transaction
@@ -27,25 +27,6 @@ export const makePgUsageStore = Effect.gen(function*() {
       // No pooled connection came free: the limiter answers it as such (src/Quota/RateLimiter.ts).
       isDatabaseUnavailable(error) && !isPgPoolExhausted(error) ? Effect.fail(storeBusy()) : Effect.die(error))
 
-  const dayCount = SqlSchema.findOne({
-    Request: AccountDay,
-    Result: Count,
-    execute: ({ accountId, day }) => sql`SELECT count FROM usage_daily WHERE account_id = ${accountId} AND day = ${day}`
-  })
-  const DayCount = rowShape({ count: column.num("count") })
-  const monthCount = SqlSchema.single({
-    Request: Schema.Struct({ accountId: Schema.String, month: Schema.String }),
-    Result: Count,
-    execute: ({ accountId, month }) =>
-      sql`SELECT COALESCE(SUM(count), 0) AS count FROM usage_daily
-            WHERE account_id = ${accountId} AND day >= ${`${month}-01`} AND day <= ${`${month}-31`}`
-  })
-  const burstRows = SqlSchema.findAll({
-    Request: AccountAfter,
-    Result: BurstRow,
-    execute: ({ accountId, after }) =>
-      sql`SELECT at_ms, count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after} ORDER BY at_ms`
-  })
   // The three counts in one round trip.
   const allCounts = SqlSchema.single({
     Request: Schema.Struct({ accountId: Schema.String, day: Schema.String, month: Schema.String, after: Schema.Number }),
@@ -67,16 +48,25 @@ export const makePgUsageStore = Effect.gen(function*() {
             RETURNING count`
   })
 
-  const todayCount = (accountId: string, now: number) =>
-    Effect.map(dayCount({ accountId, day: utcDay(now) }), (row) => row._tag === "Some" ? row.value.count : 0)
-
-  const loadRows = (accountId: string, now: number, windowMs: number) =>
-    Effect.gen(function*() {
-      const today = yield* todayCount(accountId, now)
-      const thisMonth = yield* monthCount({ accountId, month: utcMonth(now) })
-      const rows = yield* burstRows({ accountId, after: now - windowMs })
-      return storedUsage(today, thisMonth.count, rows)
-    })
+  /**
+   * An account's stored counters once another process added to them: today's count, as the
+   * batch's lock of the day row answered it, and this month's count with the burst window's
+   * stamps in one round trip (the month's sum first, as at_ms -1, then the stamps in order).
+   */
+  const loadRows = (accountId: string, now: number, windowMs: number, today: number) => {
+    const month = utcMonth(now)
+    return Effect.map(
+      sql`SELECT -1 AS at_ms, COALESCE(SUM(count), 0) AS count FROM usage_daily
+            WHERE account_id = ${accountId} AND day >= ${`${month}-01`} AND day <= ${`${month}-31`}
+          UNION ALL
+          SELECT at_ms, count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${now - windowMs}
+          ORDER BY at_ms`.values,
+      (rows) => {
+        const [thisMonth, ...burst] = rows.map(MonthAndBurst.read)
+        return storedUsage(today, thisMonth?.count ?? 0, burst)
+      }
+    )
+  }
 
   const counts = (accountId: string, now: number, windowMs: number) =>
     allCounts({ accountId, day: utcDay(now), month: utcMonth(now), after: now - windowMs }).pipe(
@@ -93,7 +83,9 @@ export const makePgUsageStore = Effect.gen(function*() {
       const inLockOrder = [...accounts].sort((x, y) => (x.accountId < y.accountId ? -1 : x.accountId > y.accountId ? 1 : 0))
       for (const { accountId, windowMs } of inLockOrder) {
         const locked = yield* lockDay({ accountId, day: utcDay(now) })
-        if (!decider.current(accountId, locked.count)) reloaded.set(accountId, yield* loadRows(accountId, now, windowMs))
+        if (!decider.current(accountId, locked.count)) {
+          reloaded.set(accountId, yield* loadRows(accountId, now, windowMs, locked.count))
+        }
       }
       const { days, stamps, windows } = aggregate(decider.decide(reloaded))
       const prune = pruning(lastPruned, windows, now)
