@@ -36,12 +36,9 @@ const MAX_KNOWN = 10_000
 const lockDaySql = `INSERT INTO usage_daily (account_id, day, count) VALUES ($1, $2, 0)
   ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count
   RETURNING count`
-/** The month's count first (at_ms -1), then the burst window's stamps in order: one round trip, as the service reads them. */
-const monthAndBurstSql = `SELECT -1 AS at_ms, COALESCE(SUM(count), 0) AS count FROM usage_daily
-    WHERE account_id = $1 AND day >= $2 AND day <= $3
-  UNION ALL
-  SELECT at_ms, count FROM usage_burst WHERE account_id = $1 AND at_ms > $4
-  ORDER BY at_ms`
+const dayCountSql = "SELECT count FROM usage_daily WHERE account_id = $1 AND day = $2"
+const monthCountSql = "SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3"
+const burstSql = "SELECT at_ms, count FROM usage_burst WHERE account_id = $1 AND at_ms > $2 ORDER BY at_ms"
 const addSql = `WITH added AS (
     INSERT INTO usage_daily (account_id, day, count)
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[])
@@ -68,11 +65,13 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
   const known = new Map<string, { readonly usage: AccountUsage; readonly day: string }>()
   const lastPruned = new Map<string, number>()
 
-  const reload = async (client: Pg.PoolClient, accountId: string, now: number, windowMs: number, today: number) => {
+  const reload = async (client: Pg.PoolClient, accountId: string, now: number, windowMs: number) => {
+    const [today] = await run(client, dayCountSql, [accountId, utcDay(now)])
     const month = utcMonth(now)
-    const [thisMonth, ...burst] = await run(client, monthAndBurstSql, [accountId, `${month}-01`, `${month}-31`, now - windowMs])
+    const [thisMonth] = await run(client, monthCountSql, [accountId, `${month}-01`, `${month}-31`])
+    const rows = await run(client, burstSql, [accountId, now - windowMs])
     return new AccountUsage(
-      storedUsage(today, whole(thisMonth?.[1]), burst.map((row) => ({ atMs: whole(row[0]), count: whole(row[1]) }))),
+      storedUsage(whole(today?.[0] ?? 0), whole(thisMonth?.[0]), rows.map((row) => ({ atMs: whole(row[0]), count: whole(row[1]) }))),
       now
     )
   }
@@ -95,7 +94,7 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
           accountId,
           cached !== undefined && cached.day === day && cached.usage.current(now, plan).today === whole(locked?.[0])
             ? cached.usage
-            : await reload(client, accountId, now, burstWindowMs(plan), whole(locked?.[0]))
+            : await reload(client, accountId, now, burstWindowMs(plan))
         )
       }
       const admitted: Array<CountedRequest> = []

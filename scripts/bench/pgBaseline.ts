@@ -98,12 +98,8 @@ const PRUNE_EVERY_MS = 10_000
 const lockDaySql = `INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, 0)
   ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count RETURNING count`
 const dayCountSql = "SELECT count FROM usage_daily WHERE account_id = ? AND day = ?"
-/** The month's count first (at_ms -1), then the burst window's stamps in order: one round trip, as the service reads them. */
-const monthAndBurstSql = `SELECT -1 AS at_ms, COALESCE(SUM(count), 0) AS count FROM usage_daily
-    WHERE account_id = ?1 AND day >= ?2 AND day <= ?3
-  UNION ALL
-  SELECT at_ms, count FROM usage_burst WHERE account_id = ?1 AND at_ms > ?4
-  ORDER BY at_ms`
+const monthCountSql = "SELECT COALESCE(SUM(count), 0) AS count FROM usage_daily WHERE account_id = ? AND day >= ? AND day <= ?"
+const burstRowsSql = "SELECT at_ms, count FROM usage_burst WHERE account_id = ? AND at_ms > ? ORDER BY at_ms"
 const addDaySql = `INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, ?)
   ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + excluded.count`
 const addStampSql = `INSERT INTO usage_burst (account_id, at_ms, count) VALUES (?, ?, ?)
@@ -116,16 +112,15 @@ const lastPruned = new Map<string, number>()
 
 type Waiting = BatchQueue.Waiting<{ readonly key: Wire.Key }, Decision>
 
-const loadUsage = async (client: Pg.PoolClient, accountId: string, now: number, windowMs: number, today: number) => {
+const loadUsage = async (client: Pg.PoolClient, accountId: string, now: number, windowMs: number) => {
+  const today = (await rows<{ count: number }>(client, dayCountSql, [accountId, utcDay(now)]))[0]?.count ?? 0
   const month = utcMonth(now)
-  const [thisMonth, ...stamps] = await rows<{ at_ms: number; count: number }>(
-    client,
-    monthAndBurstSql,
-    [accountId, `${month}-01`, `${month}-31`, now - windowMs]
-  )
+  const thisMonth = (await rows<{ count: number }>(client, monthCountSql, [accountId, `${month}-01`, `${month}-31`]))[0]?.count ?? 0
   const burst: Array<number> = []
-  for (const row of stamps) for (let i = 0; i < row.count; i++) burst.push(row.at_ms)
-  return new AccountUsage({ dayCount: today, monthCount: thisMonth?.count ?? 0, burst }, now)
+  for (const row of await rows<{ at_ms: number; count: number }>(client, burstRowsSql, [accountId, now - windowMs])) {
+    for (let i = 0; i < row.count; i++) burst.push(row.at_ms)
+  }
+  return new AccountUsage({ dayCount: today, monthCount: thisMonth, burst }, now)
 }
 
 /** Decides and stores one batch in one transaction; answers each request once it has committed. */
@@ -144,7 +139,7 @@ const settle = async (batch: ReadonlyArray<Waiting>) => {
         accountId,
         cached !== undefined && cached.day === day && cached.usage.current(now, key.plan).today === locked
           ? cached.usage
-          : await loadUsage(client, accountId, now, Wire.windowMsOf(key.plan), locked)
+          : await loadUsage(client, accountId, now, Wire.windowMsOf(key.plan))
       )
     }
     const decisions: Array<Decision> = []
