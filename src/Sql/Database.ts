@@ -138,8 +138,8 @@ const noAnswer = (ms: number) =>
   Object.assign(new Error(`Connection terminated: no answer from PostgreSQL within ${ms} ms`), { code: "ETIMEDOUT" })
 
 /**
- * The names under which a pool's connections prepare statement texts: each text with parameters
- * is parsed and planned once per connection instead of at every run. A text is named the second
+ * The names under which a pool's connections prepare statement texts (`parameterised`): each is
+ * parsed and planned once per connection instead of at every run. A text is named the second
  * time it is sent (a statement run once, an import's odd-sized last batch, is not worth a
  * prepared statement on every connection), and past `MAX_NAMED` texts the rest run unnamed, so
  * the server's memory per connection stays bounded.
@@ -191,8 +191,8 @@ const parameterised = (args: Array<unknown>): { readonly config: Pg.QueryConfig;
  * `pg` clients whose statements bind their parameters through `bound`, run prepared, and get an
  * answer within `answerWithinMs` or lose their connection.
  *
- * - **Prepared.** A statement with parameters runs under its text's name (`statementNames`, one
- *   table per pool). When a migration changed a column's type under a prepared statement
+ * - **Prepared.** A statement to prepare (`parameterised`) runs under its text's name
+ *   (`statementNames`, one table per pool). When a migration changed a column's type under a prepared statement
  *   (`isStalePlan`), the connection prepares every text again under new names; a statement outside
  *   a transaction is then sent again at once, while one inside a transaction fails it (the
  *   transaction is aborted, and the request answers 503 and may be retried).
