@@ -339,8 +339,9 @@ layer(TestServer(baseFixture))("sync by change, polled", (it) => {
 const at = (iso: string, plusMillis = 0) => new Date(Date.parse(iso) + plusMillis).toISOString()
 
 /**
- * A save of the survey held open after its change clock's statements (announce and stamp), as a
- * save still writing its events would be: answers its instant, and commits when `release` is done.
+ * A save of the survey held open after its change clock's statements (the announcing read of the
+ * survey and the stamp), as a save still writing its events would be: answers its instant, and
+ * commits when `release` is done.
  * A new response is inserted first and counted last, as ResponseWriter does. The scope's end
  * releases it too, so that a failed test leaves no transaction open.
  */
@@ -353,7 +354,11 @@ const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<
     const sql = yield* SqlClient.SqlClient
     const stamped = yield* Deferred.make<string>()
     const draftedAt = toIso(yield* Clock.currentTimeMillis)
+    const surveys = yield* SurveyRepo
     const fiber = yield* Effect.fork(transactions.within(Effect.gen(function*() {
+      // The save's read of its survey announces it, as ResponseWriter's does.
+      const survey = yield* surveys.findWithQuestionsAnnouncing(SurveyId.make(change.surveyId))
+      const announced = Option.getOrUndefined(survey)?.announced
       if (change.created) {
         yield* sql`INSERT INTO responses ${
           sql.insert({
@@ -369,7 +374,7 @@ const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<
       const found = yield* responses.findWithAnswers(SurveyId.make(change.surveyId), ResponseId.make(change.responseId))
       const answers = Option.match(found, { onNone: () => [], onSome: (saved) => saved.answers })
       const rendering = answerDocument(change.responseId, answers)
-      yield* Deferred.succeed(stamped, yield* clock.stamp({ ...change, rendering }))
+      yield* Deferred.succeed(stamped, yield* clock.stamp({ ...change, rendering }, announced))
       yield* Deferred.await(release)
       if (change.created) yield* clock.countingCreated(change.surveyId)
     })).pipe(Effect.orDie))

@@ -199,12 +199,6 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const dialect = yield* SqlDialect
     const reader = yield* Reader
 
-    /** Every question of a survey, deleted ones and sections included. */
-    const questionsOf = (surveyId: SurveyId) =>
-      Effect.map(
-        sql`SELECT ${sql.literal(QuestionColumns.columns)} FROM questions q WHERE q.survey_id = ${surveyId}`.values,
-        (rows) => rows.map((row) => toDef(QuestionColumns.read(row)))
-      )
 
     /** Every question of these surveys, deleted ones and sections included, by survey. */
     const questionsOfSurveys = (surveyIds: ReadonlyArray<SurveyId>) =>
@@ -217,6 +211,10 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         }
         return bySurvey
       })
+
+    /** Every question of a survey, deleted ones and sections included. */
+    const questionsOf = (surveyId: SurveyId) =>
+      Effect.map(questionsOfSurveys([surveyId]), (bySurvey) => bySurvey.get(surveyId) ?? [])
 
     /** Question layouts of every survey that has stored aggregates. */
     const storedLayouts = Effect.gen(function*() {
@@ -401,11 +399,9 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
         return bySurvey
       })
 
+    /** The layout signature a survey's stored counters were built against, or null. */
     const storedSignature = (surveyId: SurveyId) =>
-      Effect.map(
-        sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys WHERE survey_id = ${surveyId}`.values,
-        (rows) => (rows[0] === undefined ? null : SurveySignatureColumns.at.signature(rows[0]))
-      )
+      Effect.map(storedSignatures([surveyId]), (bySurvey) => bySurvey.get(surveyId) ?? null)
 
     // Read at the start of the aggregator's transaction: on PostgreSQL the row stays locked until it
     // commits, so two processes never apply the same changes (on SQLite the transaction holds the

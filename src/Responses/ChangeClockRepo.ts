@@ -22,8 +22,8 @@ export interface Change {
   readonly rendering: string
 }
 
-/** `announced`: the c0 that the save's read of the survey announced (`announcingRead`), on PostgreSQL. */
-type Stamp = (change: Change, now: string, announced?: string) => Effect.Effect<string, DatabaseError>
+/** `announced`: the c0 that the save's read of the survey announced (`announcingRead`); PostgreSQL requires it. */
+type Stamp = (change: Change, now: string, announced: string | undefined) => Effect.Effect<string, DatabaseError>
 
 const millisOf = (instant: string | null): number => {
   const parsed = instant === null || instant === "" ? Number.NaN : Date.parse(instant)
@@ -32,7 +32,6 @@ const millisOf = (instant: string | null): number => {
 
 const Stamped = rowShape({ at: column.text("at") })
 const Latest = rowShape({ last: column.nullableText("last") })
-const Announced = rowShape({ c0: column.text("c0") })
 
 /** The response's columns that take the change's instant, the SQL `at`. */
 const stampColumns = (change: Pick<Change, "created" | "completed">, at: string) =>
@@ -90,9 +89,8 @@ export const boundStatement = `SELECT CASE WHEN a.ms IS NULL THEN k.h
  * PostgreSQL's announce: the high-water c0 under this statement's snapshot, and the shared announce
  * lock of c0, held until the transaction ends. Shared locks never wait for one another.
  */
-const announceSelect = (created: boolean) =>
-  `SELECT k.c0, pg_advisory_xact_lock_shared(${announceKey("k.c0")}) FROM (SELECT ${highWater(created)} AS c0) k`
-const announceText = (created: boolean) => toNumbered(announceSelect(created))
+const announceSelect =
+  `SELECT k.c0, pg_advisory_xact_lock_shared(${announceKey("k.c0")}) FROM (SELECT ${highWater(false)} AS c0) k`
 
 /**
  * The announce of a save of survey `?1`, run by the save's first read of the survey (PostgreSQL,
@@ -101,10 +99,9 @@ const announceText = (created: boolean) => toNumbered(announceSelect(created))
  * one round trip less; it must run inside the save's transaction, before the response is written.
  */
 export const announcingRead = {
-  cte: `WITH announced AS MATERIALIZED (${announceSelect(false)})`,
+  cte: `WITH announced AS MATERIALIZED (${announceSelect})`,
   column: "(SELECT c0 FROM announced) AS announced_c0"
 } as const
-const announceStatements = { created: announceText(true), changed: announceText(false) } as const
 
 /**
  * PostgreSQL's stamp, after the announce: the instant is the later of `now` (`?3`), one millisecond
@@ -125,21 +122,19 @@ const stampStatements = [false, true].map((created) => [false, true].map((comple
 const stampStatement = (change: Change) => stampStatements[Number(change.created)]?.[Number(change.completed)] ?? stampText(change)
 
 /**
- * PostgreSQL: two statements, and no row that another save of the survey waits for. The announce
- * holds the survey's announce lock of c0, so that a reader's bound stays below this change until
- * it commits; the stamp is a later statement with a fresh snapshot, so that its high-water c is at
- * least what a reader whose bound statement ran before the announce read: the instant is after
- * both (docs/architecture.md#the-change-clock).
+ * PostgreSQL: no row that another save of the survey waits for. The save's read of the survey
+ * announced it (`announcingRead`), holding the survey's announce lock of c0, so that a reader's
+ * bound stays below this change until it commits; the stamp is a later statement with a fresh
+ * snapshot, so that its high-water c is at least what a reader whose bound statement ran before
+ * the announce read: the instant is after both (docs/architecture.md#the-change-clock).
  */
-const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now, announcedBefore) =>
+const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now, announced) =>
   Effect.gen(function*() {
     const { responseId, surveyId } = change
-    const params = change.created ? [surveyId, responseId] : [surveyId]
-    const announced = announcedBefore === undefined
-      ? yield* sql.unsafe(announceStatements[change.created ? "created" : "changed"], params).values
-      : []
-    const c0 = announcedBefore ?? (announced[0] === undefined ? "" : Announced.read(announced[0]).c0)
-    const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, c0, change.rendering]).values
+    if (announced === undefined) {
+      return yield* Effect.dieMessage(`a save of survey ${surveyId} stamped without announcing it (SurveyRepo findWithQuestionsAnnouncing)`)
+    }
+    const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, announced, change.rendering]).values
     const row = rows[0]
     if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
     return Stamped.read(row).at
@@ -184,14 +179,14 @@ export class ChangeClockRepo extends Effect.Service<ChangeClockRepo>()("Response
        * instant of the survey's changes when that is later (a burst within one millisecond, a wall
        * clock stepped back), so that within a survey `updatedAt` grows.
        *
-       * Call it after the save's other writes to the response; on PostgreSQL give it the c0 that the
-       * save's read of the survey announced (`announcingRead`), else it announces first, one
-       * statement more. On SQLite the save's transaction
+       * Call it after the save's other writes to the response, with the c0 that the save's read
+       * of the survey announced (`SurveyRepo.findWithQuestionsAnnouncing`; undefined on SQLite,
+       * required on PostgreSQL). On SQLite the save's transaction
        * is the one writer from its first write; on PostgreSQL saves of one survey do not wait for
        * one another here, and a reader by `updatedAfter` lists nothing at or after this instant
        * until the save commits (`boundStatement`).
        */
-      stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change, announced?: string) {
+      stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change, announced: string | undefined) {
         return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis), announced)
       }),
       /**

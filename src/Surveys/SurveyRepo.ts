@@ -7,7 +7,7 @@ import { Survey, SurveyStatus } from "../Domain/Survey.js"
 import { QuestionColumns, type QuestionRow, questionRowOf } from "../Questions/QuestionRepo.js"
 import { announcingRead } from "../Responses/ChangeClockRepo.js"
 import { SqlDialect } from "../Sql/Dialect.js"
-import { placeholders, Reader } from "../Sql/Reader.js"
+import { placeholders, Reader, type ValueRows } from "../Sql/Reader.js"
 import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
 /** A survey row as read: the `SELECT` list and its typed reads. */
@@ -112,14 +112,16 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
       )
     }
 
-    const findWithQuestions = (id: SurveyId) =>
-      Effect.map(reader.values(withQuestions, [id]), (rows) =>
-        Option.map(Option.fromNullable(rows[0]), (first) => ({
-          survey: surveyRowOf(first),
-          questions: rows.flatMap((row): Array<QuestionRow> =>
-            row[surveyWidth] === null ? [] : [questionRowOf(row.slice(surveyWidth))]
-          )
-        })))
+    /** The survey and its questions from the rows of a read of both, whose columns start at `from`. */
+    const surveyWithQuestions = (rows: ValueRows, from: number) =>
+      Option.map(Option.fromNullable(rows[0]), (first) => ({
+        survey: surveyRowOf(first.slice(from)),
+        questions: rows.flatMap((row): Array<QuestionRow> =>
+          row[from + surveyWidth] === null ? [] : [questionRowOf(row.slice(from + surveyWidth))]
+        )
+      }))
+
+    const findWithQuestions = (id: SurveyId) => Effect.map(reader.values(withQuestions, [id]), (rows) => surveyWithQuestions(rows, 0))
 
     // PostgreSQL: the announce's c0 first, then the read's columns; SQLite announces nothing.
     const findWithQuestionsAnnouncing = (id: SurveyId): Effect.Effect<Option.Option<Announcing>, SqlError.SqlError> =>
@@ -127,12 +129,9 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
         sqlite: () => Effect.map(findWithQuestions(id), Option.map((found) => ({ ...found, announced: undefined }))),
         pg: () =>
           Effect.map(reader.values(withQuestionsAnnouncing, [id]), (rows) =>
-            Option.map(Option.fromNullable(rows[0]), (first) => ({
-              survey: surveyRowOf(first.slice(1)),
-              questions: rows.flatMap((row): Array<QuestionRow> =>
-                row[surveyWidth + 1] === null ? [] : [questionRowOf(row.slice(surveyWidth + 1))]
-              ),
-              announced: AnnouncedColumn.read(first).c0
+            Option.map(surveyWithQuestions(rows, 1), (found) => ({
+              ...found,
+              announced: rows[0] === undefined ? undefined : AnnouncedColumn.read(rows[0]).c0
             })))
       })
 
