@@ -11,6 +11,7 @@ import type { BatchAccount, Decider, UsageCounts, UsageStoreShape } from "./Usag
 const Count = Schema.Struct({ count: Schema.Number })
 const AccountDay = Schema.Struct({ accountId: Schema.String, day: Schema.String })
 const DayCount = rowShape({ count: column.num("count") })
+const dayCountSql = `SELECT ${DayCount.columns} FROM usage_daily WHERE account_id = ? AND day = ?`
 const MonthAndBurst = rowShape({ atMs: column.num("at_ms"), count: column.num("count") })
 
 /**
@@ -122,7 +123,7 @@ export const makePgUsageStore = Effect.gen(function*() {
     // On every `/usage`: the reader's pooled, prepared read, not the client's acquisition (src/Sql/Reader.ts).
     dayCount: (accountId, now) =>
       busyOrDie(Effect.map(
-        reader.values(`SELECT ${DayCount.columns} FROM usage_daily WHERE account_id = ? AND day = ?`, [accountId, utcDay(now)]),
+        reader.values(dayCountSql, [accountId, utcDay(now)]),
         (rows) => rows[0] === undefined ? 0 : DayCount.at.count(rows[0])
       )),
     counts,
