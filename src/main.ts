@@ -11,8 +11,12 @@ const report = (cause: Cause.Cause<unknown>) => {
   return Console.error(`error: ${error instanceof Error ? error.message : String(error)}`)
 }
 
+// The process's own scope is the first service of every context below it (its layers', its
+// requests'), not merely one: each scope provided later takes its place. Measured shortcut
+// (docs/architecture.md#the-scope-first-in-every-context).
 run(process.argv).pipe(
   Effect.tapErrorCause(report),
   Effect.provide(BunContext.layer),
+  Effect.scoped,
   BunRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
 )
