@@ -12,6 +12,7 @@ import { answersByResponse, answersJson } from "../src/Responses/AnswerWire.js"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { assemble, assembleJson, ListedColumns, renderedItems } from "../src/Responses/ResponseRepo.js"
 import { SurveyPage } from "../src/Surveys/Api.js"
+import { Usage } from "../src/Quota/Api.js"
 import { SurveyColumns, surveyListWireOf } from "../src/Surveys/SurveyRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
@@ -29,7 +30,8 @@ layer(TestServer(baseFixture))("pre-encoded read answers match their declared sc
     ["/api/v1/surveys/srv_main/questions", QuestionList],
     ["/api/v1/surveys/srv_main/analytics", Analytics],
     ["/api/v1/surveys/srv_main/responses", ResponsePage],
-    ["/api/v1/surveys/srv_main/responses?limit=1&status=completed", ResponsePage]
+    ["/api/v1/surveys/srv_main/responses?limit=1&status=completed", ResponsePage],
+    ["/api/v1/usage", Usage]
   ] as const
   for (const [path, schema] of cases) {
     it.effect(`GET ${path}`, () =>
