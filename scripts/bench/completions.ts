@@ -17,7 +17,8 @@
  * set to 1; the wait masked), and the same rows for one identical completion, column by column
  * with ids and instants masked. A difference stops the run.
  *
- * Flags: --seconds N (5), --rounds N (3), --connections N (32), --only one|spread,
+ * Flags: --seconds N (5), --rounds N (3), --connections N (32), --warm-up N (seconds of load on
+ * each side before a cell's rounds; 3), --only one|spread,
  * --processes 1|2, --no-write (leave docs/performance.md alone; implied by --only and
  * --processes), --fresh (import the dataset anew).
  *
@@ -40,6 +41,7 @@ const { values: flags } = parseArgs({
     seconds: { type: "string", default: "5" },
     rounds: { type: "string", default: "3" },
     connections: { type: "string", default: "32" },
+    "warm-up": { type: "string", default: "3" },
     only: { type: "string" },
     processes: { type: "string" },
     "no-write": { type: "boolean", default: false },
@@ -53,6 +55,7 @@ const binary = join(root, "dist", "survey-service")
 const seconds = Math.max(1, Number(flags.seconds))
 const rounds = Math.max(1, Number(flags.rounds))
 const connections = Math.max(2, Number(flags.connections))
+const warmUpSeconds = Math.max(1, Number(flags["warm-up"]))
 if (flags.only !== undefined && flags.only !== "one" && flags.only !== "spread") throw new Error("--only takes one or spread")
 if (flags.processes !== undefined && flags.processes !== "1" && flags.processes !== "2") throw new Error("--processes takes 1 or 2")
 const spreads = [1, SPREAD].filter((n) => flags.only === undefined || (flags.only === "one") === (n === 1))
@@ -429,7 +432,10 @@ interface Row {
   readonly baseline: Figures
 }
 
-/** One cell: a 1 s warm-up of each side, then `rounds` rounds alternating project/baseline; medians. */
+/**
+ * One cell: a warm-up of each side (the compiler's work on a new process's code is start-up, not
+ * the cost of a completion), then `rounds` rounds alternating project/baseline; medians.
+ */
 const measure = async (pg: PgDatabases, sides: ReadonlyArray<Side>, file: string, name: string): Promise<Row> => {
   await pg.resetStatements()
   const answered = new Map<Side, number>()
@@ -439,7 +445,7 @@ const measure = async (pg: PgDatabases, sides: ReadonlyArray<Side>, file: string
     answered.set(side, (answered.get(side) ?? 0) + l.requests)
     return l
   }
-  for (const side of sides) await once(side, 1)
+  for (const side of sides) await once(side, warmUpSeconds)
   for (let round = 0; round < rounds; round++) {
     for (const side of sides) loads.set(side, [...(loads.get(side) ?? []), await once(side, seconds)])
   }
@@ -538,7 +544,7 @@ const main = async () => {
 
   const lines = [
     `Measured ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC on ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}. ` +
-    `Load: wrk, ${connections} connections over each server's processes, ${rounds} rounds of ${seconds} s per server after a 1 s warm-up, ` +
+    `Load: wrk, ${connections} connections over each server's processes, ${rounds} rounds of ${seconds} s per server after a ${warmUpSeconds} s warm-up, ` +
     `alternating project/baseline; medians. Both servers on one throwaway PostgreSQL cluster (127.0.0.1, \`fsync\` off), each ` +
     `on its own copy of the dataset (${dataset.surveys} surveys × ${fmt(dataset.responsesPerSurvey)} responses, and the ${SPREAD} ` +
     `completion surveys), pools of 10 connections per process. The project is this checkout's binary, with the change clock it ` +

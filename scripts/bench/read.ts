@@ -3,7 +3,8 @@
  * (scripts/bench/baseline.ts), side by side in one run on one dataset.
  *
  * Flags: --large (500 × 2,000 responses instead of 50 × 2,000), --fresh (rebuild the cached
- * dataset), --seconds N (5), --rounds N (3), --connections N (32), --no-write (leave
+ * dataset), --seconds N (5), --rounds N (3), --connections N (32), --warm-up N (seconds of load on
+ * every endpoint, for each server, before the first is measured; 2), --no-write (leave
  * docs/performance.md alone), --only TEXT (load only the endpoints whose name contains TEXT; implies
  * --no-write), --otel (the service exports spans and metrics to a local OTLP sink on 127.0.0.1, as
  * with OTEL_EXPORTER_OTLP_ENDPOINT set; implies --no-write), --metrics (the service runs its
@@ -31,6 +32,7 @@ const { values: flags } = parseArgs({
     seconds: { type: "string", default: "5" },
     rounds: { type: "string", default: "3" },
     connections: { type: "string", default: "32" },
+    "warm-up": { type: "string", default: "2" },
     "no-write": { type: "boolean", default: false },
     otel: { type: "boolean", default: false },
     metrics: { type: "boolean", default: false },
@@ -45,6 +47,7 @@ const binary = join(root, "dist", "survey-service")
 const seconds = Number(flags.seconds)
 const rounds = Number(flags.rounds)
 const connections = Number(flags.connections)
+const warmUpSeconds = Number(flags["warm-up"])
 const dataset = { surveys: flags.large ? 500 : 50, responsesPerSurvey: 2_000, deepResponses: 250_025 }
 if (flags.database !== "sqlite" && flags.database !== "postgres") throw new Error("--database takes sqlite or postgres")
 const onPostgres = flags.database === "postgres"
@@ -572,6 +575,13 @@ const main = async () => {
   await verify(project, baseline)
   const peakPerEndpoint = resetPeak(project.pid) && resetPeak(baseline.pid)
   const selected = (e: { readonly name: string }) => flags.only === undefined || e.name.includes(flags.only)
+  // Both servers answer every endpoint for a while first: the just-in-time compiler's work on a
+  // new process's code is start-up (measured above), not the cost of a request.
+  if (warmUpSeconds > 0) {
+    for (const e of [...endpoints, ...depth].filter(selected)) {
+      for (const server of [project, baseline]) wrk(server, e.path, e.token ?? BENCH_TOKEN, warmUpSeconds)
+    }
+  }
   const rows: Array<Row> = []
   for (const e of endpoints.filter(selected)) rows.push(await measure(project, baseline, e))
   const deep: Array<Row> = []
@@ -584,7 +594,8 @@ const main = async () => {
       `(${cpus()[0]?.model.trim() ?? "unknown CPU"}), Bun ${Bun.version}. Dataset: ${dataset.surveys} surveys × ` +
       `${fmt(dataset.responsesPerSurvey)} responses (ten questions of every type, plus a section), and one survey ` +
       `of ${fmt(dataset.deepResponses)} responses for the cursor depth test. Load: wrk, 2 threads, ${connections} ` +
-      `connections, ${rounds} rounds of ${seconds} s per server, alternating project/baseline; medians. ` +
+      `connections; after ${warmUpSeconds} s of load on every endpoint for each server, ${rounds} rounds of ${seconds} s ` +
+      `per server, alternating project/baseline; medians. ` +
       `The load generator shares the machine's cores with the server under test` +
       `${onPostgres ? ", and so does PostgreSQL" : ""}; load average ${loadAtStart} at the start, ${
         loadavg()[0]?.toFixed(1) ?? "?"
