@@ -122,6 +122,34 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
       expect(list.data.map((s) => s.id)).toContain(created.id)
     }))
 
+  it.effect("/openapi.json documents the ETag of every answer that carries one, and no other", () =>
+    Effect.gen(function*() {
+      const Operation = Schema.Struct({
+        responses: Schema.optional(Schema.Record({
+          key: Schema.String,
+          value: Schema.Struct({ headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })) })
+        }))
+      })
+      const spec = bodyOf(
+        Schema.Struct({
+          paths: Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Operation }) })
+        }),
+        yield* get("/openapi.json")
+      )
+      const documented = Object.entries(spec.paths).flatMap(([path, operations]) =>
+        Object.entries(operations).filter(([, operation]) => operation.responses?.["200"]?.headers?.["ETag"] !== undefined)
+          .map(([method]) => `${method.toUpperCase()} ${path}`)
+      ).sort()
+      expect(documented).toEqual([
+        "GET /api/v1/surveys/{id}",
+        "GET /api/v1/surveys/{id}/questions",
+        "PATCH /api/v1/surveys/{id}",
+        "POST /api/v1/surveys/{id}/close",
+        "POST /api/v1/surveys/{id}/publish",
+        "PUT /api/v1/surveys/{id}/questions"
+      ])
+    }))
+
   it.effect("creates a survey with questions, ids given and generated, defaults filled in, sections left out of the list", () =>
     Effect.gen(function*() {
       const created = yield* create({

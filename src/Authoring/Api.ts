@@ -8,6 +8,7 @@ import { Survey } from "../Domain/Survey.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
+import { documentEtag } from "../Surveys/SurveyVersion.js"
 
 /** Authoring bodies refuse a field they do not name, with its path: a typo must not pass silently. */
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -55,6 +56,7 @@ const statusMove = <const Name extends "publish" | "close">(name: Name, summary:
     .addError(PreconditionFailed.Wire)
     .annotate(OpenApi.Summary, summary)
     .annotate(OpenApi.Description, `${description} The answer's ETag names the survey's new version.`)
+    .annotate(OpenApi.Transform, documentEtag)
 
 export class AuthoringApi extends HttpApiGroup.make("authoring")
   .add(
@@ -75,6 +77,7 @@ export class AuthoringApi extends HttpApiGroup.make("authoring")
       .addError(PreconditionFailed.Wire)
       .annotate(OpenApi.Summary, "Change a survey's title or description")
       .annotate(OpenApi.Description, "Fields left out stay as they are. The answer's ETag names the survey's new version.")
+      .annotate(OpenApi.Transform, documentEtag)
   )
   .add(
     HttpApiEndpoint.put("replaceQuestions")`/surveys/${SurveyIdParam}/questions`
@@ -92,6 +95,7 @@ export class AuthoringApi extends HttpApiGroup.make("authoring")
           "may change, stored answers keeping their values. Analytics and the CSV columns follow the new list. " +
           "The answer's ETag names the survey's new version."
       )
+      .annotate(OpenApi.Transform, documentEtag)
   )
   .add(statusMove(
     "publish",

@@ -6,6 +6,7 @@ import { periodically } from "../Background/Supervise.js"
 import { InvalidRequest } from "../Domain/Errors.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { IdempotencyStore } from "./IdempotencyStore.js"
+import { documentAnswerHeader } from "./OpenApiWire.js"
 
 /** How long the first answer to a request with an `Idempotency-Key` is kept (v1-extensions §X2.4). */
 export const IDEMPOTENCY_WINDOW_MILLIS = 24 * 3_600_000
@@ -30,29 +31,11 @@ export const IdempotencyHeaders = Schema.Struct({
 })
 
 /** Adds the replay header to the OpenAPI description of a creation's success answer. */
-export const documentReplayHeader = (status: number) => (operation: Record<string, unknown>) => {
-  const responses = Schema.decodeUnknownSync(Schema.Record({ key: Schema.String, value: Schema.Unknown }))(
-    operation["responses"] ?? {}
-  )
-  const success = Schema.decodeUnknownSync(Schema.Record({ key: Schema.String, value: Schema.Unknown }))(
-    responses[String(status)] ?? {}
-  )
-  return {
-    ...operation,
-    responses: {
-      ...responses,
-      [String(status)]: {
-        ...success,
-        headers: {
-          [REPLAYED_HEADER]: {
-            description: "`true` when this is the stored first answer to an earlier request with the same Idempotency-Key.",
-            schema: { type: "string", enum: ["true"] }
-          }
-        }
-      }
-    }
-  }
-}
+export const documentReplayHeader = (status: number) =>
+  documentAnswerHeader(status, REPLAYED_HEADER, {
+    description: "`true` when this is the stored first answer to an earlier request with the same Idempotency-Key.",
+    schema: { type: "string", enum: ["true"] }
+  })
 
 const invalidKey = (message: string) =>
   new InvalidRequest({

@@ -13,6 +13,8 @@
  * narrows its answer to the success type.
  */
 
+import { Schema } from "effect"
+
 type Json = Record<string, unknown>
 
 const isObject = (value: unknown): value is Json =>
@@ -88,4 +90,27 @@ export const describeWireErrors = (input: Json): Json => {
     if (!used.has(`${componentPrefix}${name}`)) delete schemas[name]
   }
   return spec
+}
+
+/** A header an answer carries, as an OpenAPI response header object. */
+export interface AnswerHeader {
+  readonly description: string
+  readonly schema: Json
+}
+
+const records = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * An `OpenApi.Transform` adding `name` to the headers of the operation's `status` answer, which
+ * HttpApi cannot declare itself.
+ */
+export const documentAnswerHeader = (status: number, name: string, header: AnswerHeader) =>
+(operation: Record<string, unknown>): Record<string, unknown> => {
+  const responses = Schema.decodeUnknownSync(records)(operation["responses"] ?? {})
+  const answer = Schema.decodeUnknownSync(records)(responses[String(status)] ?? {})
+  const headers = Schema.decodeUnknownSync(records)(answer["headers"] ?? {})
+  return {
+    ...operation,
+    responses: { ...responses, [String(status)]: { ...answer, headers: { ...headers, [name]: header } } }
+  }
 }

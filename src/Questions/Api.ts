@@ -3,6 +3,7 @@ import { Authorization } from "../Auth/Authorization.js"
 import { Forbidden, NotFound } from "../Domain/Errors.js"
 import { QuestionList } from "../Domain/Question.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
+import { documentEtag } from "../Surveys/SurveyVersion.js"
 
 export class QuestionsApi extends HttpApiGroup.make("questions")
   .add(
@@ -11,6 +12,7 @@ export class QuestionsApi extends HttpApiGroup.make("questions")
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "All questions of a survey, in survey order")
+      .annotate(OpenApi.Transform, documentEtag)
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Questions")

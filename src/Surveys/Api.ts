@@ -5,6 +5,7 @@ import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { Limit, Page } from "../Domain/Page.js"
 import { SurveyId } from "../Domain/Ids.js"
 import { Survey } from "../Domain/Survey.js"
+import { documentEtag } from "./SurveyVersion.js"
 
 export const SurveyIdParam = HttpApiSchema.param("id", SurveyId.annotations({ description: "Survey id." }))
 
@@ -27,6 +28,7 @@ export class SurveysApi extends HttpApiGroup.make("surveys")
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Get one survey")
+      .annotate(OpenApi.Transform, documentEtag)
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Surveys")

@@ -1,4 +1,5 @@
 import { toIso } from "../Domain/Time.js"
+import { documentAnswerHeader } from "../Http/OpenApiWire.js"
 
 /**
  * A survey's version as `ETag` and `If-Match` carry it (v1-extensions §X7): its `updatedAt`, which
@@ -7,6 +8,12 @@ import { toIso } from "../Domain/Time.js"
  * editing a live survey is not refused because someone answered.
  */
 export const etagOf = (updatedAt: string): string => `"${Date.parse(updatedAt).toString(36)}"`
+
+/** The `ETag` of an answer carrying a survey's version, in the OpenAPI description (an `OpenApi.Transform`). */
+export const documentEtag = documentAnswerHeader(200, "ETag", {
+  description: "The survey's version: send it as If-Match to change the survey only if nobody changed it since.",
+  schema: { type: "string" }
+})
 
 /**
  * Whether an `If-Match` header admits the version `etag`: absent, `*`, or a list naming it
