@@ -137,17 +137,37 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
         yield* get("/openapi.json")
       )
       const documented = Object.entries(spec.paths).flatMap(([path, operations]) =>
-        Object.entries(operations).filter(([, operation]) => operation.responses?.["200"]?.headers?.["ETag"] !== undefined)
-          .map(([method]) => `${method.toUpperCase()} ${path}`)
+        Object.entries(operations).flatMap(([method, operation]) =>
+          Object.entries(operation.responses ?? {}).filter(([, answer]) => answer.headers?.["ETag"] !== undefined)
+            .map(([status]) => `${method.toUpperCase()} ${path} ${status}`)
+        )
       ).sort()
       expect(documented).toEqual([
-        "GET /api/v1/surveys/{id}",
-        "GET /api/v1/surveys/{id}/questions",
-        "PATCH /api/v1/surveys/{id}",
-        "POST /api/v1/surveys/{id}/close",
-        "POST /api/v1/surveys/{id}/publish",
-        "PUT /api/v1/surveys/{id}/questions"
+        "GET /api/v1/surveys/{id} 200",
+        "GET /api/v1/surveys/{id}/questions 200",
+        "PATCH /api/v1/surveys/{id} 200",
+        "POST /api/v1/surveys 201",
+        "POST /api/v1/surveys/{id}/close 200",
+        "POST /api/v1/surveys/{id}/publish 200",
+        "PUT /api/v1/surveys/{id}/questions 200"
       ])
+    }))
+
+  it.effect("a creation answers the new survey's ETag, and its replay the same one", () =>
+    Effect.gen(function*() {
+      const headers = { "idempotency-key": "etag-of-a-creation" }
+      const first = yield* send("POST", "/surveys", { title: "Versioned" }, headers)
+      expect(first.status).toBe(201)
+      const created = bodyOf(SurveyBody, first)
+      const read = yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor)
+      expect(first.headers["etag"]).toMatch(/^"[0-9a-z]+"$/)
+      expect(first.headers["etag"]).toBe(read.headers["etag"])
+      const replay = yield* send("POST", "/surveys", { title: "Versioned" }, headers)
+      expect(replay.headers["idempotent-replayed"]).toBe("true")
+      expect(replay.text).toBe(first.text)
+      expect(replay.headers["etag"]).toBe(first.headers["etag"])
+      const changed = yield* send("PATCH", `/surveys/${created.id}`, { title: "Versioned 2" }, { "if-match": first.headers["etag"] ?? "" })
+      expect(changed.status).toBe(200)
     }))
 
   it.effect("creates a survey with questions, ids given and generated, defaults filled in, sections left out of the list", () =>

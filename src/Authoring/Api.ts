@@ -8,7 +8,7 @@ import { Survey } from "../Domain/Survey.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
-import { documentEtag } from "../Surveys/SurveyVersion.js"
+import { documentEtag, documentEtagOf } from "../Surveys/SurveyVersion.js"
 
 /** Authoring bodies refuse a field they do not name, with its path: a typo must not pass silently. */
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -67,6 +67,7 @@ export class AuthoringApi extends HttpApiGroup.make("authoring")
       .annotate(OpenApi.Summary, "Create a survey")
       .annotate(OpenApi.Description, creation)
       .annotate(OpenApi.Transform, documentReplayHeader(201))
+      .annotate(OpenApi.Transform, documentEtagOf(201))
   )
   .add(
     HttpApiEndpoint.patch("update")`/surveys/${SurveyIdParam}`

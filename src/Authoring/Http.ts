@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { QuestionList } from "../Domain/Question.js"
@@ -12,6 +12,9 @@ import { SurveyCreate } from "./Api.js"
 import { Authoring } from "./Authoring.js"
 
 const encodeCreate = Schema.encodeSync(SurveyCreate)
+
+/** The version of the survey a stored creation answer holds: its ETag goes with the answer, replayed or not. */
+const createdVersion = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ updatedAt: Schema.String })))
 
 /** A survey answer with its new version, for the next `If-Match`. */
 const surveyAnswer = (row: SurveyRow) =>
@@ -35,7 +38,11 @@ export const AuthoringLive = HttpApiBuilder.group(Api, "authoring", (handlers) =
             key,
             request: requestHash("POST", "/surveys", encodeCreate(payload))
           }, create)
-          return answerResponse(answer)
+          const response = answerResponse(answer)
+          return Option.match(createdVersion(answer.body), {
+            onNone: () => response,
+            onSome: ({ updatedAt }) => HttpServerResponse.setHeader(response, "etag", etagOf(updatedAt))
+          })
         }))
       .handle("update", ({ headers, path, payload }) =>
         Effect.map(authoring.update(path.id, headers["if-match"], payload), surveyAnswer))
