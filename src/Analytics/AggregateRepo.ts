@@ -199,7 +199,6 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const dialect = yield* SqlDialect
     const reader = yield* Reader
 
-
     /** Every question of these surveys, deleted ones and sections included, by survey. */
     const questionsOfSurveys = (surveyIds: ReadonlyArray<SurveyId>) =>
       Effect.gen(function*() {

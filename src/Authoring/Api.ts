@@ -8,7 +8,7 @@ import { Survey } from "../Domain/Survey.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
-import { documentEtag, documentEtagOf } from "../Surveys/SurveyVersion.js"
+import { documentEtag } from "../Surveys/SurveyVersion.js"
 
 /** Authoring bodies refuse a field they do not name, with its path: a typo must not pass silently. */
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -56,7 +56,7 @@ const statusMove = <const Name extends "publish" | "close">(name: Name, summary:
     .addError(PreconditionFailed.Wire)
     .annotate(OpenApi.Summary, summary)
     .annotate(OpenApi.Description, `${description} The answer's ETag names the survey's new version.`)
-    .annotate(OpenApi.Transform, documentEtag)
+    .annotate(OpenApi.Transform, documentEtag(200))
 
 export class AuthoringApi extends HttpApiGroup.make("authoring")
   .add(
@@ -67,7 +67,7 @@ export class AuthoringApi extends HttpApiGroup.make("authoring")
       .annotate(OpenApi.Summary, "Create a survey")
       .annotate(OpenApi.Description, creation)
       .annotate(OpenApi.Transform, documentReplayHeader(201))
-      .annotate(OpenApi.Transform, documentEtagOf(201))
+      .annotate(OpenApi.Transform, documentEtag(201))
   )
   .add(
     HttpApiEndpoint.patch("update")`/surveys/${SurveyIdParam}`
@@ -78,7 +78,7 @@ export class AuthoringApi extends HttpApiGroup.make("authoring")
       .addError(PreconditionFailed.Wire)
       .annotate(OpenApi.Summary, "Change a survey's title or description")
       .annotate(OpenApi.Description, "Fields left out stay as they are. The answer's ETag names the survey's new version.")
-      .annotate(OpenApi.Transform, documentEtag)
+      .annotate(OpenApi.Transform, documentEtag(200))
   )
   .add(
     HttpApiEndpoint.put("replaceQuestions")`/surveys/${SurveyIdParam}/questions`
@@ -96,7 +96,7 @@ export class AuthoringApi extends HttpApiGroup.make("authoring")
           "may change, stored answers keeping their values. Analytics and the CSV columns follow the new list. " +
           "The answer's ETag names the survey's new version."
       )
-      .annotate(OpenApi.Transform, documentEtag)
+      .annotate(OpenApi.Transform, documentEtag(200))
   )
   .add(statusMove(
     "publish",

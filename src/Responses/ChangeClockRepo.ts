@@ -98,9 +98,13 @@ const announceSelect =
  * list, which then holds c0 on every row, to be given to `stamp`. The read is then the announce,
  * one round trip less; it must run inside the save's transaction, before the response is written.
  */
+const AnnouncedColumn = rowShape({ c0: column.text("(SELECT c0 FROM announced) AS announced_c0") })
+
 export const announcingRead = {
   cte: `WITH announced AS MATERIALIZED (${announceSelect})`,
-  column: "(SELECT c0 FROM announced) AS announced_c0"
+  column: AnnouncedColumn.columns,
+  /** The c0 of a row of the read (its first column). */
+  c0: AnnouncedColumn.at.c0
 } as const
 
 /**

@@ -48,11 +48,9 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
       pg: () => (exclusive: boolean) => exclusive ? sql` FOR UPDATE` : sql` FOR SHARE`
     })
 
-    /** The `VALUES` rows of answers of response `responseId`, in their stored form. */
-    const answerValues = (responseId: ResponseId, answers: ReadonlyArray<CheckedAnswer>) =>
-      sql.join(", ", false)(answers.map(storedAnswer).map((answer) =>
-        sql`(${responseId}, ${answer.questionId}, ${answer.value}, ${answer.values})`
-      ))
+    /** The `VALUES` rows of answers of response `responseId`, already in their stored form. */
+    const answerValues = (responseId: ResponseId, answers: ReadonlyArray<StoredAnswer>) =>
+      sql.join(", ", false)(answers.map((answer) => sql`(${responseId}, ${answer.questionId}, ${answer.value}, ${answer.values})`))
 
     return {
       /**
@@ -89,7 +87,7 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
           updatedAt: response.draftedAt
         })
         const owner = sql.insert({ responseId: response.id, tokenHash: response.tokenHash })
-        const kept = answers.filter((answer) => answer.values.length > 0)
+        const kept = answers.filter((answer) => answer.values.length > 0).map(storedAnswer)
         return dialect.choose({
           sqlite: () => {
             const first = sql`INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`
@@ -105,7 +103,7 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
               ? sql`WITH started AS (INSERT INTO responses ${row}), owned AS (INSERT INTO respondent_responses ${owner})
                   INSERT INTO answers (response_id, question_id, value, "values") VALUES ${answerValues(response.id, kept)}`
               : sql`WITH started AS (INSERT INTO responses ${row}) INSERT INTO respondent_responses ${owner}`
-        }).pipe(Effect.as(kept.map(storedAnswer)))
+        }).pipe(Effect.as(kept))
       },
       /**
        * The response `id` of this survey if this token started it, locked until commit: a
@@ -132,7 +130,7 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
       storeAnswers: (responseId: ResponseId, answers: ReadonlyArray<CheckedAnswer>): Effect.Effect<void, DatabaseError> =>
         Effect.gen(function*() {
           const removed = answers.filter((answer) => answer.values.length === 0).map((answer) => answer.questionId)
-          const kept = answers.filter((answer) => answer.values.length > 0)
+          const kept = answers.filter((answer) => answer.values.length > 0).map(storedAnswer)
           if (removed.length > 0) {
             yield* sql`DELETE FROM answers WHERE response_id = ${responseId} AND ${sql.in("question_id", removed)}`
           }

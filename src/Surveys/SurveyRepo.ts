@@ -65,7 +65,6 @@ const withQuestionsFrom = `FROM (${byId}) s
 const withQuestions = `SELECT s.*, ${QuestionColumns.columns} ${withQuestionsFrom}`
 /** The same read announcing a save of the survey (PostgreSQL): c0 first on every row. */
 const withQuestionsAnnouncing = `${announcingRead.cte} SELECT ${announcingRead.column}, s.*, ${QuestionColumns.columns} ${withQuestionsFrom}`
-const AnnouncedColumn = rowShape({ c0: column.text("c0") })
 
 /** A survey with its questions, read by a save, and the c0 its read announced (PostgreSQL). */
 interface Announcing {
@@ -131,7 +130,7 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
           Effect.map(reader.values(withQuestionsAnnouncing, [id]), (rows) =>
             Option.map(surveyWithQuestions(rows, 1), (found) => ({
               ...found,
-              announced: rows[0] === undefined ? undefined : AnnouncedColumn.read(rows[0]).c0
+              announced: rows[0] === undefined ? undefined : announcingRead.c0(rows[0])
             })))
       })
 

@@ -10,14 +10,11 @@ import { documentAnswerHeader } from "../Http/OpenApiWire.js"
 export const etagOf = (updatedAt: string): string => `"${Date.parse(updatedAt).toString(36)}"`
 
 /** The `ETag` of an answer with `status` carrying a survey's version, in the OpenAPI description (an `OpenApi.Transform`). */
-export const documentEtagOf = (status: number) =>
+export const documentEtag = (status: number) =>
   documentAnswerHeader(status, "ETag", {
     description: "The survey's version: send it as If-Match to change the survey only if nobody changed it since.",
     schema: { type: "string" }
   })
-
-/** `documentEtagOf` a 200 answer. */
-export const documentEtag = documentEtagOf(200)
 
 /**
  * Whether an `If-Match` header admits the version `etag`: absent, `*`, or a list naming it
