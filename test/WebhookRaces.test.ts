@@ -39,12 +39,12 @@ describe.runIf(testDatabase === "postgres")("the delivery worker on PostgreSQL",
       const { sleepUntil: poll } = yield* workerAsleep
       expect(poll).toBeLessThan(due)
 
-      // The poll's round is held up in its first query (another process moves the outbox
-      // cursor) while five minutes pass; it then finds the retry due ten minutes after its start.
+      // The poll's round is held up in its first query (another session holds the deliveries
+      // table) while five minutes pass; it then finds the retry due ten minutes after its start.
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       yield* onOutside(holder, "BEGIN")
-      yield* onOutside(holder, "SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks' FOR UPDATE")
+      yield* onOutside(holder, "LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE")
       yield* TestClock.setTime(poll)
       yield* serviceBlocked(observer)
       yield* TestClock.setTime(poll + Duration.toMillis(Duration.minutes(5)))

@@ -82,6 +82,11 @@ const PagedResponseColumns = rowShape({ ...responseFields, createdAt: column.tex
 const PositionColumns = rowShape({ seq: column.num("seq") })
 /** The newest change, NULL while the log is empty. */
 const LatestChangeColumns = rowShape({ seq: column.nullableNum("MAX(seq) AS seq") })
+/** The newest change and the aggregator's position, each NULL when absent. */
+const LagColumns = rowShape({
+  latest: column.nullableNum("(SELECT MAX(seq) FROM response_changes) AS latest"),
+  position: column.nullableNum("(SELECT seq FROM analytics_position WHERE id = 1) AS position")
+})
 
 export interface CurrentResponse extends ResponseInput {
   readonly id: ResponseId
@@ -416,6 +421,14 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       (rows) => (rows[0] === undefined ? 0 : LatestChangeColumns.at.seq(rows[0]) ?? 0)
     )
     /**
+     * How many changes the aggregator has yet to apply, in one statement without a lock or a
+     * transaction: what its idle poll reads. A step reads the position again, locked.
+     */
+    const lag = Effect.map(
+      sql`SELECT ${sql.literal(LagColumns.columns)}`.values,
+      (rows) => rows[0] === undefined ? 0 : Math.max(0, (LagColumns.at.latest(rows[0]) ?? 0) - (LagColumns.at.position(rows[0]) ?? 0))
+    )
+    /**
      * Drops consumed changes, those after `after` up to `upTo`: the aggregator is the log's only
      * reader, its position only grows, and what lies at or below it was dropped when it moved there.
      * A closed range is walked by the primary key; an open one ("seq <= upTo") would be priced by a
@@ -469,6 +482,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       position,
       setPosition,
       latestChange,
+      lag,
       changesAfter,
       pruneChanges,
       surveyIds,

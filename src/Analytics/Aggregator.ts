@@ -184,7 +184,7 @@ export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
   const jobs = yield* JobLeases
   // Polled every 100 ms: traced only when there is something to apply.
   const tick = Effect.gen(function*() {
-    const lag = Math.max(0, (yield* repo.latestChange) - (yield* repo.position))
+    const lag = yield* repo.lag
     yield* Metric.set(aggregatorLag, lag)
     if (lag > 0) yield* traced("job analytics aggregation")(aggregator.catchUp())
   })

@@ -152,14 +152,19 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     slots.takeFinished()
     const now = yield* Clock.currentTimeMillis
     if (drain.isDraining()) return { at: now, claimed: 0, atOnce: false, wakeAt: null }
+    // One statement first: a round with nothing to fan out and nothing due costs only it.
+    const seen = yield* repo.outlook(now)
+    let acted = false
     if (now - lastFanOut >= fanOutEvery || fanned >= settings.batch) {
-      fanned = yield* repo.fanOut(now, settings.batch)
+      fanned = seen.eventsWaiting ? yield* repo.fanOut(now, settings.batch) : 0
       lastFanOut = now
+      acted = seen.eventsWaiting
     }
     let claimed = 0
     // When a webhook held back by its delivery rate may next be attempted.
     let held: number | null = null
-    if (slots.free > 0) {
+    if (slots.free > 0 && (fanned > 0 || seen.dueNow)) {
+      acted = true
       const { heldUntil, rows } = yield* repo.claim({
         now,
         free: slots.free,
@@ -179,7 +184,8 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     }
     // A full batch fanned out: more events may be waiting.
     if (fanned >= settings.batch) return { at: now, claimed, atOnce: true, wakeAt: null }
-    const next = yield* repo.nextWake(now)
+    // Unless this round fanned out or claimed, the outlook's wake time still holds.
+    const next = acted ? yield* repo.nextWake(now) : seen.wakeAt
     // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
     const wakeAt = [next, held].filter((at): at is number => at !== null && at > now)
     return { at: now, claimed, atOnce: false, wakeAt: wakeAt.length === 0 ? null : Math.min(...wakeAt) }
