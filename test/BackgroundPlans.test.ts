@@ -135,6 +135,7 @@ const RoundsLive = Layer.effect(
     yield* round("delivery claim", deliveries.claim({ now, free: 64, perWebhook: 16, inFlight: new Map(), leaseMillis: 30_000 }))
     yield* round("delivery lease renewal", deliveries.renew([1, 2, 3], now + 30_000))
     yield* round("delivery worker's next wake", deliveries.nextWake(now))
+    yield* round("delivery worker's outlook", deliveries.outlook(now))
     yield* round("outbox depth", deliveries.depth)
     yield* round("attempt and event purge", purgeOnce)
     yield* round("respondent token purge", (yield* RespondentPurge).run())
@@ -144,6 +145,7 @@ const RoundsLive = Layer.effect(
       "aggregator's reads of changes",
       Effect.zip(Effect.zip(aggregates.latestChange, aggregates.position), (yield* Aggregator).step())
     )
+    yield* round("aggregator's poll of its lag", aggregates.lag)
     if (testDatabase === "postgres") yield* loadHistory(now)
     return rounds
   })
@@ -200,12 +202,14 @@ const roundNames = [
   "delivery claim",
   "delivery lease renewal",
   "delivery worker's next wake",
+  "delivery worker's outlook",
   "outbox depth",
   "attempt and event purge",
   "respondent token purge",
   "idempotency purge",
   "job leases",
-  "aggregator's reads of changes"
+  "aggregator's reads of changes",
+  "aggregator's poll of its lag"
 ] as const
 
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()

@@ -424,10 +424,10 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
      * How many changes the aggregator has yet to apply, in one statement without a lock or a
      * transaction: what its idle poll reads. A step reads the position again, locked.
      */
-    const lag = Effect.map(
-      sql`SELECT ${sql.literal(LagColumns.columns)}`.values,
-      (rows) => rows[0] === undefined ? 0 : Math.max(0, (LagColumns.at.latest(rows[0]) ?? 0) - (LagColumns.at.position(rows[0]) ?? 0))
-    )
+    const lag = Effect.map(sql`SELECT ${sql.literal(LagColumns.columns)}`.values, (rows) => {
+      const row = rows[0]
+      return row === undefined ? 0 : Math.max(0, (LagColumns.at.latest(row) ?? 0) - (LagColumns.at.position(row) ?? 0))
+    })
     /**
      * Drops consumed changes, those after `after` up to `upTo`: the aggregator is the log's only
      * reader, its position only grows, and what lies at or below it was dropped when it moved there.

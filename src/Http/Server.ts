@@ -8,9 +8,9 @@ import {
   HttpServer,
   HttpServerError,
   HttpServerRequest,
-  HttpServerResponse
+  HttpServerResponse,
+  Path
 } from "@effect/platform"
-import { Path } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Cause, Context, Effect, ExecutionStrategy, Exit, Layer, Metric, MetricLabel, Option, Scope } from "effect"
 import { type Drain, Listener } from "../Background/Drain.js"
