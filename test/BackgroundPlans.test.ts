@@ -134,7 +134,6 @@ const RoundsLive = Layer.effect(
     yield* round("outbox fan-out", deliveries.fanOut(now, 1000))
     yield* round("delivery claim", deliveries.claim({ now, free: 64, perWebhook: 16, inFlight: new Map(), leaseMillis: 30_000 }))
     yield* round("delivery lease renewal", deliveries.renew([1, 2, 3], now + 30_000))
-    yield* round("delivery worker's next wake", deliveries.nextWake(now))
     yield* round("delivery worker's outlook", deliveries.outlook(now))
     yield* round("outbox depth", deliveries.depth)
     yield* round("attempt and event purge", purgeOnce)
@@ -201,7 +200,6 @@ const roundNames = [
   "outbox fan-out",
   "delivery claim",
   "delivery lease renewal",
-  "delivery worker's next wake",
   "delivery worker's outlook",
   "outbox depth",
   "attempt and event purge",

@@ -75,7 +75,6 @@ export interface Settled {
   readonly next: { readonly state: "pending" | "delivered" | "given_up"; readonly nextAttemptAt: number }
 }
 
-const NextWake = Schema.Struct({ due: Schema.NullOr(Schema.Number), leased: Schema.NullOr(Schema.Number) })
 const Outlook = Schema.Struct({
   eventsWaiting: Schema.Number,
   due: Schema.NullOr(Schema.Number),
@@ -319,24 +318,6 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
           Effect.withSpan("DeliveryRepo.renew")
         )
 
-    const nextWakeQuery = SqlSchema.single({
-      Request: Schema.Number,
-      Result: NextWake,
-      execute: (now) =>
-        sql`SELECT
-              (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND lease_until <= ${now}) AS due,
-              (SELECT MIN(lease_until) FROM deliveries WHERE state = 'pending' AND lease_until > ${now}) AS leased`
-    })
-
-    const earliest = (due: number | null, leased: number | null) => {
-      const times = [due, leased].filter((t): t is number => t !== null)
-      return times.length === 0 ? null : Math.min(...times)
-    }
-
-    /** The earliest time something may become claimable: a due delivery or an expiring lease. */
-    const nextWake = (now: number) =>
-      nextWakeQuery(now).pipe(Effect.map(({ due, leased }) => earliest(due, leased)), Effect.orDie)
-
     const outlookQuery = SqlSchema.single({
       Request: Schema.Number,
       Result: Outlook,
@@ -351,16 +332,16 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     /**
      * What a round would find, in one statement outside any transaction: whether the outbox holds
      * events past the fan-out cursor, whether a delivery is due at `now` (due, perhaps not
-     * claimable: its webhook's share may be in flight), and when something next may become
-     * claimable. An idle worker's round is this statement alone, not the fan-out's and the claim's
-     * transactions. An event whose transaction is still open is not seen; a later look sees it.
+     * claimable (`wakeAt`: the earliest due delivery or expiring lease). An idle worker's round is
+     * this statement alone, not the fan-out's and the claim's transactions. An event whose
+     * transaction is still open is not seen; a later look sees it.
      */
     const outlook = (now: number) =>
       outlookQuery(now).pipe(
         Effect.map(({ due, eventsWaiting, leased }) => ({
           eventsWaiting: eventsWaiting === 1,
           dueNow: due !== null && due <= now,
-          wakeAt: earliest(due, leased)
+          wakeAt: due === null ? leased : leased === null ? due : Math.min(due, leased)
         })),
         Effect.orDie
       )
@@ -382,6 +363,6 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
                  (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending') AS oldest_due_at`
     })(undefined).pipe(Effect.orDie)
 
-    return { fanOut, claim, settle, drop, release, renew, nextWake, outlook, depth } as const
+    return { fanOut, claim, settle, drop, release, renew, outlook, depth } as const
   })
 }) {}

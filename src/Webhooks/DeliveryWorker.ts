@@ -185,7 +185,7 @@ export const DeliveryWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     // A full batch fanned out: more events may be waiting.
     if (fanned >= settings.batch) return { at: now, claimed, atOnce: true, wakeAt: null }
     // Unless this round fanned out or claimed, the outlook's wake time still holds.
-    const next = acted ? yield* repo.nextWake(now) : seen.wakeAt
+    const next = acted ? (yield* repo.outlook(now)).wakeAt : seen.wakeAt
     // Due but held back (no free slot, or the webhook's share in flight): a finishing attempt wakes us.
     const wakeAt = [next, held].filter((at): at is number => at !== null && at > now)
     return { at: now, claimed, atOnce: false, wakeAt: wakeAt.length === 0 ? null : Math.min(...wakeAt) }
