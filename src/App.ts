@@ -26,7 +26,7 @@ import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.
 import { withRequestId } from "./Http/RequestId.js"
 import { DocsPageLive } from "./Http/DocsPage.js"
 import { ReadinessLive } from "./Http/Readiness.js"
-import { bunServerLayer, HealthLive, serveLean, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
+import { bunServerLayer, HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
 import { UsageStoreLive } from "./Quota/UsageStore.js"
@@ -189,7 +189,7 @@ const makeHttp = <E, R>(apiLive: Layer.Layer<HttpApi.Api, E, R>) => Layer.unwrap
     Effect.gen(function*() {
       const app = yield* HttpApiBuilder.httpApp
       const drain = yield* Drain
-      return serveLean(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain))
+      return HttpServer.serve(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain))
     })
   )
   // Without an exporter, request, handler and SQL spans would reach nobody; building them took

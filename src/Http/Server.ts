@@ -1,15 +1,10 @@
 import {
-  Etag,
-  FileSystem,
   HttpApiBuilder,
   HttpApp,
-  HttpPlatform,
-  HttpRouter,
   HttpServer,
   HttpServerError,
   HttpServerRequest,
-  HttpServerResponse,
-  Path
+  HttpServerResponse
 } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Cause, Context, Effect, ExecutionStrategy, Exit, Layer, Metric, MetricLabel, Option, Scope } from "effect"
@@ -137,27 +132,6 @@ export const serveMiddlewareMeasured = <E, R>(
 const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
 const labels = (tags: Record<string, string>) => Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value))
-
-/**
- * Serves `app` on the `HttpServer` with a runtime that holds only what a request needs from the
- * fiber's context outside its handlers: the router's default services and the server's scope.
- * Each request's fiber starts from that runtime's context, and Effect 3 copies a context whole
- * each time a service is added to it (the request, its scope, the route, the search parameters,
- * the key): with every service of the process in it (about 55), those copies were a tenth of a
- * small read's CPU. Handlers keep their own services: HttpApi's groups and middleware merge the
- * context they were built in into each call (docs/architecture.md#a-lean-request-context).
- */
-export const serveLean = <E>(
-  app: HttpApp.Default<E, HttpRouter.HttpRouter.DefaultServices | HttpServerRequest.HttpServerRequest>
-): Layer.Layer<never, never, HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
-  Layer.scopedDiscard(
-    Effect.flatMap(HttpServer.HttpServer, (server) =>
-      server.serve(app).pipe(
-        Effect.mapInputContext((context: Context.Context<Scope.Scope | HttpRouter.HttpRouter.DefaultServices>) =>
-          Context.pick(Scope.Scope, HttpPlatform.HttpPlatform, Etag.Generator, FileSystem.FileSystem, Path.Path)(context)
-        )
-      ))
-  )
 
 /** `GET /healthz`: 200 once the service is up (the database is migrated before it serves). */
 export const HealthLive = HttpApiBuilder.Router.use((router) =>
