@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Schema } from "effect"
+import { Effect, Fiber, Option, Schema } from "effect"
 import type * as Pg from "pg"
+import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
@@ -10,6 +11,13 @@ import { Count } from "./support/StoredRows.js"
 import { onOutside, openEventWrite, outsideConnection, serviceLockWaiters, waitingOrDone } from "./support/OutsideConnection.js"
 import { eventually } from "./support/WebhookReceiver.js"
 import { complete, deliveries, register } from "./support/WebhookWorld.js"
+
+const changeRow = (responseId: string) =>
+  `INSERT INTO response_changes (response_id, survey_id, changed_at) VALUES ('${responseId}', 'srv_main', '2026-02-01T00:00:00.000Z')`
+
+/** A change of a response of srv_main, committed. */
+const writeChange = (responseId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(sql.unsafe(changeRow(responseId))).pipe(Effect.orDie))
 
 const maxSeq = (table: "events" | "response_changes") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -46,6 +54,28 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       expect(early.id).toMatch(/^evt_/)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
+  it.effect("an event is not held back while the fan-out moves earlier ones", () =>
+    Effect.gen(function*() {
+      yield* register("http://127.0.0.1:9/hook")
+      yield* complete("srv_main")
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      // The fan-out stops half-way, on the table it writes after reading the outbox.
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, "LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE")
+      const repo = yield* DeliveryRepo
+      const fanning = yield* Effect.fork(repo.fanOut(0, 100))
+      yield* waitingOrDone(observer, fanning)
+      expect(Option.isNone(yield* Fiber.poll(fanning))).toBe(true)
+      // An event committed meanwhile: it would wait for the fan-out's end if the fan-out held the outbox.
+      yield* complete("srv_main")
+      expect(Option.isNone(yield* Fiber.poll(fanning))).toBe(true)
+      yield* onOutside(holder, "COMMIT")
+      expect(yield* Fiber.join(fanning)).toBe(1)
+      expect(yield* repo.fanOut(0, 100)).toBe(1)
+      expect(yield* deliveries).toHaveLength(2)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
   it.effect("a response change whose transaction commits after a later-numbered one is still applied", () =>
     Effect.gen(function*() {
       const aggregator = yield* Aggregator
@@ -72,6 +102,46 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
         yield* sql`SELECT seq FROM analytics_position WHERE id = 1`.pipe(Effect.orDie)
       )
       expect(position[0]?.seq).toBe(newest)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("a change numbered past the settled position is read by the next step, not this one", () =>
+    Effect.gen(function*() {
+      const aggregator = yield* Aggregator
+      const repo = yield* AggregateRepo
+      yield* aggregator.catchUp()
+      const from = yield* repo.position
+      yield* writeChange("rsp_1")
+      const upTo = yield* repo.settledChanges
+      // After the settled read: one change still being written, and a later-numbered one committed.
+      const holder = yield* outsideConnection
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, changeRow("rsp_2"))
+      yield* writeChange("rsp_3")
+      const read = yield* repo.changesAfter(from, 1000, upTo)
+      expect(read.map((c) => c.responseId)).toEqual(["rsp_1"])
+      yield* onOutside(holder, "COMMIT")
+      expect(yield* aggregator.catchUp()).toBe(3)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("a save's change is not held back while the aggregator applies earlier ones", () =>
+    Effect.gen(function*() {
+      const aggregator = yield* Aggregator
+      yield* aggregator.catchUp()
+      yield* writeChange("rsp_1")
+      const holder = yield* outsideConnection
+      const observer = yield* outsideConnection
+      // The step stops half-way through its work, on a table it reads after the changes.
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, "LOCK TABLE analytics_contributions IN ACCESS EXCLUSIVE MODE")
+      const stepping = yield* Effect.fork(aggregator.step())
+      yield* waitingOrDone(observer, stepping)
+      expect(Option.isNone(yield* Fiber.poll(stepping))).toBe(true)
+      // A change committed meanwhile: it would wait for the step's end if the step held the log.
+      yield* writeChange("rsp_2")
+      expect(Option.isNone(yield* Fiber.poll(stepping))).toBe(true)
+      yield* onOutside(holder, "COMMIT")
+      expect(yield* Fiber.join(stepping)).toBe(1)
+      expect(yield* aggregator.step()).toBe(1)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
 

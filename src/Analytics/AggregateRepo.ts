@@ -436,16 +436,17 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
      */
     const pruneChanges = (after: number, upTo: number) =>
       sql`DELETE FROM response_changes WHERE seq > ${after} AND seq <= ${upTo}`
-    /** The next changes past `seq`, none of them passing over a change still being written (readSettled). */
-    const changesAfter = (seq: number, limit: number) =>
-      dialect.readSettled(
-        "response_changes",
-        Effect.map(
-          sql`SELECT ${sql.literal(ChangeColumns.columns)} FROM response_changes
-              WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`.values,
-          (rows) => rows.map(ChangeColumns.read)
-        ),
-        (changes) => changes.length > 0
+    /**
+     * How far the change log is settled (`SqlDialect.settledSeq`): read in a short transaction of
+     * its own, before the step's; undefined on SQLite, where there is no bound.
+     */
+    const settledChanges = dialect.settledSeq("response_changes")
+    /** The next changes past `seq`, up to `upTo` when given (`settledChanges`): none passes over a change still being written. */
+    const changesAfter = (seq: number, limit: number, upTo: number | undefined) =>
+      Effect.map(
+        sql`SELECT ${sql.literal(ChangeColumns.columns)} FROM response_changes
+            WHERE seq > ${seq}${upTo === undefined ? sql`` : sql` AND seq <= ${upTo}`} ORDER BY seq LIMIT ${limit}`.values,
+        (rows) => rows.map(ChangeColumns.read)
       )
     const surveyIds = Effect.map(
       sql`SELECT ${sql.literal(SurveyIdColumns.columns)} FROM surveys ORDER BY id`.values,
@@ -483,6 +484,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       setPosition,
       latestChange,
       lag,
+      settledChanges,
       changesAfter,
       pruneChanges,
       surveyIds,

@@ -80,11 +80,15 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       return { surveys: ids.length, responses }
     })
 
-    /** Applies the next batch of changes; answers how many change rows it consumed. */
+    /**
+     * Applies the next batch of changes; answers how many change rows it consumed. How far the log
+     * is settled is read first, in a short transaction of its own (`settledChanges`): saves wait
+     * for that read only, not for the step's work (a rebuild included).
+     */
     const step = Effect.fn("Aggregator.step")(function*() {
-      return yield* lock.withPermits(1)(transactions.within(Effect.gen(function*() {
+      return yield* lock.withPermits(1)(Effect.flatMap(repo.settledChanges, (upTo) => transactions.within(Effect.gen(function*() {
         const from = yield* repo.position
-        const changes = yield* repo.changesAfter(from, batchSize)
+        const changes = yield* repo.changesAfter(from, batchSize, upTo)
         const last = changes[changes.length - 1]
         if (last === undefined) return 0
         const ids = Arr.dedupe(changes.map((c) => c.responseId))
@@ -143,7 +147,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         // In the same transaction: the log holds only what the aggregates do not include yet.
         yield* repo.pruneChanges(from, last.seq)
         return changes.length
-      })))
+      }))))
     })
 
     /** Applies changes until none are left. */

@@ -77,7 +77,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         }
         // The surveys' rows last, as a save counts its new response after writing its events
         // (src/Responses/ResponseWriter.ts). Holding a survey's row while the payloads' writes queue
-        // behind an outbox reader (src/Sql/Dialect.ts `readSettled`), which waits for that save, which
+        // behind an outbox reader (src/Sql/Dialect.ts `settledSeq`), which waits for that save, which
         // waits for the row, would stand all three still.
         for (const rows of bySurvey) yield* repo.lowerResponseCount(rows[0].surveyId, rows.length)
       })

@@ -1,5 +1,5 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { toNumbered } from "./PgText.js"
 
 export { toNumbered }
@@ -29,28 +29,43 @@ export const LIFT_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0"
 /** The tables read in order of their serial `seq` by a position that only moves forward. */
 export type LogTable = "events" | "response_changes"
 
+const SettledRow = Schema.Struct({ seq: Schema.Number })
+
 /**
- * `read` again once every transaction still writing to `table` has ended, when `read` found rows
- * past the reader's position; call it inside the reader's transaction.
+ * The highest serial of `table` at or below which every row is final: a reader of the table by
+ * position reads up to it, in a transaction of its own taken afterwards.
  *
  * PostgreSQL hands out a serial when a row is inserted, not when its transaction commits: while
  * the transaction that took seq 10 is still open, seq 11 may already be committed and visible, and
  * a reader that moved its position past 11 would never see 10 (an event never delivered, a change
  * never counted). `LOCK TABLE … IN SHARE MODE` waits for every transaction that wrote to the table
- * and holds new writers back until the reader's transaction ends, so the second read sees no hole
- * that a later commit could fill. On SQLite the reader's transaction already holds the one write
- * lock, so `read` is answered as it is. A read that finds nothing new takes no lock.
+ * and holds new writers back; the highest serial read then has no hole below it that a later
+ * commit could fill, and a writer let in afterwards takes a higher one. The lock is held for that
+ * one read only, in a transaction of its own: new rows wait for it for about one round trip,
+ * not for the reader's whole work (an aggregator step, a fan-out). Called inside another
+ * transaction it would hold the lock until that one ends: it refuses to, as a defect.
+ *
+ * On SQLite writers take turns and a reader's write transaction already sees every committed row:
+ * no bound (undefined).
  */
-export const readSettled = <A, E, R>(
+export const settledSeq = (
   sql: SqlClient.SqlClient,
-  table: LogTable,
-  read: Effect.Effect<A, E, R>,
-  foundNew: (result: A) => boolean
-): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  table: LogTable
+): Effect.Effect<number | undefined, SqlError.SqlError> =>
   dialectOf(sql) === "pg"
-    ? Effect.flatMap(read, (first) =>
-      foundNew(first) ? Effect.zipRight(sql.unsafe(`LOCK TABLE ${table} IN SHARE MODE`), read) : Effect.succeed(first))
-    : read
+    ? Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
+      Option.isSome(outer)
+        ? Effect.dieMessage(`The settled position of ${table} is read in a transaction of its own, not inside another.`)
+        : sql.withTransaction(
+          Effect.zipRight(
+            sql.unsafe(`LOCK TABLE ${table} IN SHARE MODE`),
+            Effect.map(
+              sql.unsafe(`SELECT COALESCE(MAX(seq), 0) AS seq FROM ${table}`),
+              (rows) => Schema.decodeUnknownSync(Schema.Array(SettledRow))(rows)[0]?.seq ?? 0
+            )
+          )
+        ))
+    : Effect.succeed(undefined)
 
 /**
  * What differs between the two databases, chosen once when the database layer is built. A
@@ -63,12 +78,12 @@ export interface SqlDialectShape {
   readonly lockRows: (alias: string) => Statement.Fragment
   /** `text` with `?` placeholders as the database expects it (numbered on PostgreSQL). */
   readonly positional: (text: string) => string
-  /** `read` on a log table by position, never passing over a row still being written (see `readSettled`). */
-  readonly readSettled: <A, E, R>(
-    table: LogTable,
-    read: Effect.Effect<A, E, R>,
-    foundNew: (result: A) => boolean
-  ) => Effect.Effect<A, E | SqlError.SqlError, R>
+  /**
+   * The serial of a log table up to which a reader by position may read without passing over a
+   * row still being written (see `settledSeq`); undefined when there is no such bound (SQLite).
+   * Outside the reader's transaction.
+   */
+  readonly settledSeq: (table: LogTable) => Effect.Effect<number | undefined, SqlError.SqlError>
   /**
    * `sqlite` or `pg`, whichever is this database: for the few statements a repository keeps in
    * two forms (each written whole rather than assembled from fragments).
@@ -82,7 +97,7 @@ const sqliteDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
   kind: "sqlite",
   lockRows: () => sql``,
   positional: (text) => text,
-  readSettled: (_table, read) => read,
+  settledSeq: () => Effect.succeed(undefined),
   choose: (forms) => forms.sqlite()
 })
 
@@ -90,7 +105,7 @@ const pgDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
   kind: "pg",
   lockRows: (alias) => sql.literal(` FOR UPDATE OF ${alias}`),
   positional: toNumbered,
-  readSettled: (table, read, foundNew) => readSettled(sql, table, read, foundNew),
+  settledSeq: (table) => settledSeq(sql, table),
   choose: (forms) => forms.pg()
 })
 

@@ -97,43 +97,48 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     const owner = (yield* Instance).id
 
     const readCursor = SqlSchema.findAll({
-      Request: Schema.Number,
+      Request: Schema.Struct({ batch: Schema.Number, upTo: Schema.UndefinedOr(Schema.Number) }),
       Result: Cursor,
-      execute: (batch) =>
+      execute: ({ batch, upTo }) =>
         sql`SELECT c.last_seq,
-                   (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq ORDER BY seq LIMIT ${batch}) AS upcoming)
+                   (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq${
+          upTo === undefined ? sql`` : sql` AND seq <= ${upTo}`
+        } ORDER BY seq LIMIT ${batch}) AS upcoming)
                      AS max_seq
             FROM outbox_cursors c WHERE c.name = 'webhooks'${dialect.lockRows("c")}`
     })
 
     /**
      * Creates one delivery per new event and matching webhook, and moves the cursor past those
-     * events, in one transaction: each event fans out once, and a crash repeats nothing.
+     * events, in one transaction: each event fans out once, and a crash repeats nothing. On
+     * PostgreSQL events of transactions still open may hold numbers below those already visible:
+     * the fan-out first reads how far the outbox is settled (`settledSeq`, in a short transaction
+     * of its own) and never moves the cursor past it.
      */
     const fanOut = Effect.fn("DeliveryRepo.fanOut")(
       function*(now: number, batch: number) {
-        // One process at a time moves the cursor: on PostgreSQL its row stays locked until commit (on
-        // SQLite the transaction holds the write lock from its start).
-        // Events of transactions still open may hold numbers below those already visible: read
-        // again once they have ended (readSettled), so that the cursor never passes over one.
-        const cursor = yield* dialect.readSettled("events", readCursor(batch), (rows) => rows.some((r) => r.maxSeq !== null))
-        const row = cursor[0]
-        if (row === undefined || row.maxSeq === null) return 0
-        yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
-          SELECT e.seq, e.id, w.id, 'pending', 0, ${now}, 0, ${now}
-          FROM events e
-          JOIN webhooks w ON w.workspace_id = e.workspace_id
-            AND (w.survey_id IS NULL OR w.survey_id = e.survey_id)
-            AND w.since_seq < e.seq
-            AND w.disabled_reason IS NULL
-          JOIN webhook_event_types f ON f.webhook_id = w.id AND f.event_type = e.type
-          WHERE e.seq > ${row.lastSeq} AND e.seq <= ${row.maxSeq}
-          ORDER BY e.seq
-          ON CONFLICT DO NOTHING`
-        yield* sql`UPDATE outbox_cursors SET last_seq = ${row.maxSeq} WHERE name = 'webhooks'`
-        return row.maxSeq - row.lastSeq
+        const upTo = yield* dialect.settledSeq("events")
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          // One process at a time moves the cursor: on PostgreSQL its row stays locked until commit (on
+          // SQLite the transaction holds the write lock from its start).
+          const row = (yield* readCursor({ batch, upTo }))[0]
+          if (row === undefined || row.maxSeq === null) return 0
+          yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
+            SELECT e.seq, e.id, w.id, 'pending', 0, ${now}, 0, ${now}
+            FROM events e
+            JOIN webhooks w ON w.workspace_id = e.workspace_id
+              AND (w.survey_id IS NULL OR w.survey_id = e.survey_id)
+              AND w.since_seq < e.seq
+              AND w.disabled_reason IS NULL
+            JOIN webhook_event_types f ON f.webhook_id = w.id AND f.event_type = e.type
+            WHERE e.seq > ${row.lastSeq} AND e.seq <= ${row.maxSeq}
+            ORDER BY e.seq
+            ON CONFLICT DO NOTHING`
+          yield* sql`UPDATE outbox_cursors SET last_seq = ${row.maxSeq} WHERE name = 'webhooks'`
+          return row.maxSeq - row.lastSeq
+        }))
       },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
+      Effect.orDie
     )
 
     const claimedById = SqlSchema.findAll({

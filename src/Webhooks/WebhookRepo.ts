@@ -174,9 +174,10 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
           // The webhook receives the events committed after it: those already committed predate it.
           // PostgreSQL numbers an event at insert, not at commit, so one still being written may hold
           // a number below the highest committed one. The registration waits for the transactions
-          // still writing events and holds new ones back until it commits (as the fan-out does,
-          // src/Sql/Dialect.ts readSettled): then every event numbered up to the highest one has
-          // committed before the webhook, and every later one commits after it with a higher number.
+          // still writing events and holds new ones back until it commits (as the fan-out's settled
+          // read does, src/Sql/Dialect.ts settledSeq): then every event numbered up to the highest one
+          // has committed before the webhook, and every later one commits after it with a higher
+          // number. Registrations are rare and their transaction short: the lock stays to its end.
           yield* settleEvents
           yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, max_attempts_per_second, since_seq,
                                            created_at, updated_at)
