@@ -167,22 +167,23 @@ const statementNames = () => {
 type Callback = (error: unknown, result: unknown) => void
 
 /**
- * A statement to prepare, as the client was asked to run it, and its callback; else undefined. A
- * text with parameters, or one sent as a query object (the reader's reads and the client's rows
- * as arrays, always one statement each, parameters or not). A text without parameters sent as a
- * string keeps the simple protocol, which allows several statements in one text (a migration).
+ * A statement to prepare, as the client was asked to run it, its parameters bound (`boundValue`),
+ * in a configuration of its own, and its callback; else undefined. A text with parameters, or one
+ * sent as a query object (the reader's reads and the client's rows as arrays, always one
+ * statement each, parameters or not). A text without parameters sent as a string keeps the simple
+ * protocol, which allows several statements in one text (a migration).
  */
 const parameterised = (args: Array<unknown>): { readonly config: Pg.QueryConfig; readonly callback: Callback } | undefined => {
   const [first, second, third] = args
   if (typeof first === "string" && Array.isArray(second) && second.length > 0 && typeof third === "function") {
-    return { config: { text: first, values: second }, callback: third as Callback }
+    return { config: { text: first, values: second.map(boundValue) }, callback: third as Callback }
   }
   if (
     typeof first === "object" && first !== null && Object.getPrototypeOf(first) === Object.prototype &&
     "text" in first && typeof first.text === "string" && !("name" in first) &&
     "values" in first && Array.isArray(first.values) && typeof second === "function"
   ) {
-    return { config: { ...first, text: first.text, values: first.values }, callback: second as Callback }
+    return { config: { ...first, text: first.text, values: first.values.map(boundValue) }, callback: second as Callback }
   }
   return undefined
 }
@@ -225,10 +226,13 @@ const serviceClient = (answerWithinMs: number) => {
           callback(error, result)
         })
       }
+      // `config` is the statement's own (`parameterised`), and pg copies it when the statement is sent:
+      // naming it in place costs no further copy.
       const prepared = (config: Pg.QueryConfig, callback: Callback, retried: boolean): unknown => {
         const name = nameOf(config.text)
         if (name === undefined) return send([config], callback)
-        return send([{ ...config, name: this.generation === 0 ? name : `${name}_${this.generation}` }], (error, result) => {
+        config.name = this.generation === 0 ? name : `${name}_${this.generation}`
+        return send([config], (error, result) => {
           if (!isStalePlan(error)) return callback(error, result)
           this.generation++
           if (this.inTransaction || retried) return callback(error, result)
@@ -236,13 +240,13 @@ const serviceClient = (answerWithinMs: number) => {
         })
       }
       this.query = ((...args: Array<unknown>) => {
+        const statement = parameterised(args)
+        if (statement !== undefined) return prepared(statement.config, statement.callback, false)
         const bound = boundArgs(args)
         const text = typeof bound[0] === "string" ? bound[0] : undefined
         if (text === LIFT_STATEMENT_TIMEOUT) this.unbounded = true
         else if (text === "COMMIT" || text === "ROLLBACK") this.unbounded = this.inTransaction = false
         else if (text !== undefined && text.startsWith("BEGIN")) this.inTransaction = true
-        const statement = parameterised(bound)
-        if (statement !== undefined) return prepared(statement.config, statement.callback, false)
         const callback = bound[bound.length - 1]
         if (typeof callback !== "function") return query(...bound)
         return send(bound.slice(0, -1), callback as Callback)
