@@ -4,6 +4,7 @@ import { Effect, Fiber, Option, Schema } from "effect"
 import type * as Pg from "pg"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
@@ -121,6 +122,22 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       expect(read.map((c) => c.responseId)).toEqual(["rsp_1"])
       yield* onOutside(holder, "COMMIT")
       expect(yield* aggregator.catchUp()).toBe(3)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("a survey's rebuild waits for a step of another process, as a step waits for it", () =>
+    Effect.gen(function*() {
+      const aggregator = yield* Aggregator
+      yield* aggregator.catchUp()
+      const stepper = yield* outsideConnection
+      const observer = yield* outsideConnection
+      // Another process's step holds the aggregation's position until it commits.
+      yield* onOutside(stepper, "BEGIN")
+      yield* onOutside(stepper, "SELECT seq FROM analytics_position WHERE id = 1 FOR UPDATE")
+      const rebuilding = yield* Effect.fork(aggregator.rebuild(SurveyId.make("srv_main")))
+      yield* waitingOrDone(observer, rebuilding)
+      expect(Option.isNone(yield* Fiber.poll(rebuilding))).toBe(true)
+      yield* onOutside(stepper, "COMMIT")
+      expect(yield* Fiber.join(rebuilding)).toBeGreaterThan(0)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
   it.effect("a save's change is not held back while the aggregator applies earlier ones", () =>

@@ -32,6 +32,11 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
 
     const rebuildInTransaction = (surveyId: SurveyId) =>
       Effect.gen(function*() {
+        // The aggregation's position, locked as a step locks it: a rebuild in one process and a step
+        // in another (the one holding the aggregation's lease) take turns. A step that read a
+        // response's former contribution before the rebuild committed, and added its change to the
+        // rebuilt counters after, would count the response twice.
+        yield* repo.position
         yield* repo.clearSurvey(surveyId)
         const questions = yield* repo.questionsOf(surveyId)
         const byId = new Map(questions.map((q) => [q.id, q]))
