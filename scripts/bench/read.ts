@@ -11,7 +11,9 @@
  * Prometheus listener, METRICS_PORT, scraped every second as Prometheus would; implies --no-write),
  * --database postgres (the same dataset in a throwaway PostgreSQL cluster, test/support/PostgresCluster.ts,
  * against the PostgreSQL baseline, scripts/bench/pgBaseline.ts; CPU per request is then also given
- * for each server's PostgreSQL backends, and the table goes between the `bench:read-pg` markers).
+ * for each server's PostgreSQL backends, and the table goes between the `bench:read-pg` markers; after
+ * each endpoint's rounds, one more round of each server at the same pace, half the project's rate,
+ * for a second table: CPU per request at the same load).
  *
  * It prints figures and never fails on timing: the machines are shared and noisy.
  */
@@ -338,7 +340,20 @@ const backendCpuSince = (before: ReadonlyMap<number, number>, database: string |
   return total
 }
 
-const wrk = (server: Server, path: string, token: string, duration: number): Load => {
+/**
+ * A wrk script after which each connection waits `ms` before its next request: both servers
+ * offered the same pace (connections / (latency + ms) requests a second).
+ */
+const paceDir = mkdtempSync(join(tmpdir(), "bench-pace-"))
+process.on("exit", () => rmSync(paceDir, { recursive: true, force: true }))
+const pacing = (ms: number) => {
+  const wait = Math.max(0, Math.round(ms))
+  const file = join(paceDir, `pace-${wait}.lua`)
+  writeFileSync(file, `function delay()\n  return ${wait}\nend\n`)
+  return file
+}
+
+const wrk = (server: Server, path: string, token: string, duration: number, paceScript?: string): Load => {
   const port = server.port
   const cpuBefore = cpuTime(server.pid)
   const backendsBefore = backendTimes(server.database)
@@ -348,6 +363,7 @@ const wrk = (server: Server, path: string, token: string, duration: number): Loa
     `-c${connections}`,
     `-d${duration}s`,
     "--latency",
+    ...(paceScript === undefined ? [] : ["-s", paceScript]),
     "-H",
     `Authorization: Bearer ${token}`,
     `http://127.0.0.1:${port}${path}`
@@ -385,10 +401,20 @@ interface Row {
   readonly name: string
   readonly project: Side
   readonly baseline: Side
+  /**
+   * On PostgreSQL: one round of each server at the same pace, each connection waiting after each
+   * answer so that the offered rate is half the project's saturated one.
+   */
+  readonly paced?: { readonly delayMs: number; readonly project: Load; readonly baseline: Load }
 }
 
 /** A/B/A/B: each round loads the project, then the baseline, after one short warm-up of each. */
-const measure = async (project: Server, baseline: Server, e: { name: string; path: string; token?: string }): Promise<Row> => {
+const measure = async (
+  project: Server,
+  baseline: Server,
+  e: { name: string; path: string; token?: string },
+  paceToo = false
+): Promise<Row> => {
   const token = e.token ?? BENCH_TOKEN
   resetPeak(project.pid)
   resetPeak(baseline.pid)
@@ -426,11 +452,16 @@ const measure = async (project: Server, baseline: Server, e: { name: string; pat
     `${e.name}: project ${a.map((l) => l.rps.toFixed(0)).join("/")} req/s, ` +
       `baseline ${b.map((l) => l.rps.toFixed(0)).join("/")} req/s`
   )
-  return {
-    name: e.name,
-    project: await summary(a, project, answered.project),
-    baseline: await summary(b, baseline, answered.baseline)
-  }
+  const projectSide = await summary(a, project, answered.project)
+  const baselineSide = await summary(b, baseline, answered.baseline)
+  const paced = pg === undefined || !paceToo ? undefined : (() => {
+    const delayMs = (1000 * connections) / (projectSide.rps / 2)
+    const script = pacing(delayMs)
+    const pair = { delayMs, project: wrk(project, e.path, token, seconds, script), baseline: wrk(baseline, e.path, token, seconds, script) }
+    console.log(`  paced (${delayMs.toFixed(0)} ms after each answer): project ${pair.project.rps.toFixed(0)}, baseline ${pair.baseline.rps.toFixed(0)} req/s`)
+    return pair
+  })()
+  return { name: e.name, project: projectSide, baseline: baselineSide, ...(paced === undefined ? {} : { paced }) }
 }
 
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
@@ -451,6 +482,24 @@ const pgTable = (rows: ReadonlyArray<Row>) => [
     } / ${fmt(r.baseline.rss)} |${
       r.project.errors + r.baseline.errors > 0 ? ` (non-2xx/socket errors: ${r.project.errors}/${r.baseline.errors})` : ""
     }`
+  )
+]
+
+/** PostgreSQL: the same endpoints offered the same pace, half the project's saturated rate. */
+const pacedTable = (rows: ReadonlyArray<Row>) => [
+  "| endpoint | wait after each answer, ms | project req/s | baseline req/s | project CPU µs/req, server + PostgreSQL | baseline CPU µs/req, server + PostgreSQL | CPU ratio, server + PostgreSQL |",
+  "|---|---:|---:|---:|---:|---:|---:|",
+  ...rows.flatMap((r) =>
+    r.paced === undefined ? [] : [
+      `| ${r.name} | ${fmt(r.paced.delayMs)} | ${fmt(r.paced.project.rps)} | ${fmt(r.paced.baseline.rps)} | ${
+        fmt(r.paced.project.cpuUs)
+      } + ${fmt(r.paced.project.dbCpuUs)} | ${fmt(r.paced.baseline.cpuUs)} + ${fmt(r.paced.baseline.dbCpuUs)} | ${
+        fmt(
+          (r.paced.baseline.cpuUs + r.paced.baseline.dbCpuUs) / (r.paced.project.cpuUs + r.paced.project.dbCpuUs),
+          2
+        )
+      } |`
+    ]
   )
 ]
 
@@ -583,7 +632,7 @@ const main = async () => {
     }
   }
   const rows: Array<Row> = []
-  for (const e of endpoints.filter(selected)) rows.push(await measure(project, baseline, e))
+  for (const e of endpoints.filter(selected)) rows.push(await measure(project, baseline, e, true))
   const deep: Array<Row> = []
   for (const e of depth.filter(selected)) deep.push(await measure(project, baseline, e))
   const [page1, page10k] = deep
@@ -620,9 +669,20 @@ const main = async () => {
     ...table(rows),
     "",
     "CPU µs/req is the server process's user + system CPU time over a round divided by the requests it answered " +
-    "(/proc/PID/stat); CPU ratio = baseline / project, the throughput ratio both would reach with a core each. " +
-    "It is much less sensitive than req/s to other work on the machine.",
+    "(/proc/PID/stat); CPU ratio = baseline / project, each server at the rate the connections drive it to (its " +
+    "saturation). It is much less sensitive than req/s to other work on the machine.",
     "",
+    ...(onPostgres
+      ? [
+        "The same endpoints offered the same pace: each of the 32 connections waits after each answer (a wrk " +
+        "script's `delay`), so that both servers are offered half the project's rate above, one round of " +
+        `${seconds} s each. A server answering fewer requests a second spends more CPU on each (its process and ` +
+        "PostgreSQL's backends wake for fewer requests at a time), so the two are compared here at the same load:",
+        "",
+        ...pacedTable(rows),
+        ""
+      ]
+      : []),
     `Peak RSS is VmHWM from /proc/PID/status${
       peakPerEndpoint ? ", reset before each endpoint (so it is that endpoint's peak)" : " (cumulative over the run)"
     }.`,
