@@ -5,6 +5,7 @@ import type * as Pg from "pg"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { SurveyId } from "../src/Domain/Ids.js"
+import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
@@ -164,6 +165,65 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
 
 const Started = Schema.Struct({ responseId: Schema.String })
 const PageToken = Schema.Struct({ respondentToken: Schema.String })
+
+describe.runIf(testDatabase === "postgres")("a survey's move while a log reader settles the outbox, on PostgreSQL", () => {
+  /** Until at least `n` connections to the test's database wait for a lock. */
+  const lockWaiters = (observer: Pg.Client, n: number) =>
+    eventually(
+      Effect.map(
+        onOutside(observer, "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"),
+        (result) => Number(result.rows[0]?.n ?? 0)
+      ),
+      (waiting) => waiting >= n
+    )
+
+  const committedStatus = (observer: Pg.Client) =>
+    Effect.map(
+      onOutside(observer, "SELECT status FROM surveys WHERE id = 'srv_main'"),
+      (result) => decodeAs(Schema.Array(Schema.Struct({ status: Schema.String })), result.rows)[0]?.status
+    )
+
+  /**
+   * Runs `move` (a close of srv_main) while a save of srv_main that has written its events is in
+   * flight and a log reader settles the outbox, which waits for that save. The save then takes the
+   * survey's row, which it takes last, and must get it before the move changed anything; then the
+   * save and the reader end, and the move's result is answered.
+   */
+  const closeWhileSettling = <A, E, R>(move: Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const save = yield* outsideConnection
+      const reader = yield* outsideConnection
+      const observer = yield* outsideConnection
+      yield* openEventWrite(save, "evt_save_in_flight")
+      const settling = yield* Effect.fork(
+        Effect.zipRight(onOutside(reader, "BEGIN"), onOutside(reader, "LOCK TABLE events IN SHARE MODE"))
+      )
+      yield* lockWaiters(observer, 1)
+      const moving = yield* Effect.fork(move)
+      yield* lockWaiters(observer, 2)
+      yield* onOutside(save, "UPDATE surveys SET response_count = response_count WHERE id = 'srv_main'")
+      expect(yield* committedStatus(observer)).toBe("published")
+      expect(Option.isNone(yield* Fiber.poll(moving))).toBe(true)
+      yield* onOutside(save, "COMMIT")
+      yield* Fiber.join(settling)
+      yield* onOutside(reader, "COMMIT")
+      return yield* Fiber.join(moving)
+    })
+
+  it.effect("waits for the outbox before it holds the survey's row, so a save in flight is not stood still", () =>
+    Effect.gen(function*() {
+      const lifecycle = yield* SurveyLifecycle
+      const moved = yield* closeWhileSettling(lifecycle.apply(SurveyId.make("srv_main"), "close"))
+      expect(moved.status).toBe("closed")
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+
+  it.effect("the same over the API: the move waits for the outbox before it claims the survey's version", () =>
+    Effect.gen(function*() {
+      const answer = yield* closeWhileSettling(call("POST", "/api/v1/surveys/srv_main/close", { token: TOKENS.editor }))
+      expect(answer.status).toBe(200)
+      expect(bodyOf(Schema.Struct({ status: Schema.String }), answer).status).toBe("closed")
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+})
 
 describe.runIf(testDatabase === "postgres")("a save and a deletion of one response at once on PostgreSQL", () => {
   it.effect("the save that comes second finds the response gone (404) and writes nothing for it", () =>

@@ -26,7 +26,8 @@ const outboxFailingWith = (failure: unknown) =>
       Effect.map(Outbox, (live) =>
         Outbox.make({
           append: (event) => Effect.zipRight(live.append(event), Effect.die(failure)),
-          appendAll: (events) => Effect.zipRight(live.appendAll(events), Effect.die(failure))
+          appendAll: (events) => Effect.zipRight(live.appendAll(events), Effect.die(failure)),
+          lockForAppend: live.lockForAppend
         }))
     ).pipe(Layer.provide(Outbox.Default))
   )

@@ -5,6 +5,7 @@ import { Forbidden, InvalidRequest, type Issue, NotFound, PreconditionFailed } f
 import { makeId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 import type { QuestionInput } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
+import { Outbox } from "../Events/OutboxRepo.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { type DatabaseError, Transactions } from "../Sql/Transactions.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
@@ -54,6 +55,7 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
     const questions = yield* QuestionRepo
     const access = yield* SurveyAccess
     const lifecycle = yield* SurveyLifecycle
+    const outbox = yield* Outbox
     const aggregator = yield* Aggregator
 
     const reread = (id: SurveyId) => surveys.findById(id).pipe(Effect.flatMap(Effect.orDie))
@@ -175,6 +177,9 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
               { path: "id", message: "the survey has no question" }
             ])
           }
+          // The claim locks the survey's row and the move appends its event after: the outbox's
+          // lock first, as src/Surveys/SurveyLifecycle.ts explains.
+          yield* outbox.lockForAppend
           yield* claim(survey, next)
           return yield* lifecycle.apply(survey.id, action).pipe(Effect.catchTags({
             TransitionRefused: (refused) => invalid(refused.message, [{ path: "id", message: `survey is ${refused.from}` }]),

@@ -67,6 +67,18 @@ export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
       const [envelope] = yield* appendAll([event])
       return envelope ?? (yield* Effect.dieMessage("Outbox.append: no envelope"))
     })
-    return { append, appendAll } as const
+    /**
+     * Takes now the lock on the events' table that the transaction's later append would take
+     * (PostgreSQL; nothing on SQLite, where the transaction holds the write lock). For a
+     * transaction that locks rows a save also locks and appends afterwards: it waits for a log
+     * reader settling the outbox (src/Sql/Dialect.ts `settledSeq`) before it holds those rows,
+     * never while holding them. Waiting there while holding them, behind the reader, which waits
+     * for a save, which waits for the rows, stands all three still until PostgreSQL's deadlock check.
+     */
+    const lockForAppend = dialect.choose({
+      pg: () => Effect.orDie(Effect.asVoid(sql`LOCK TABLE events IN ROW EXCLUSIVE MODE`)),
+      sqlite: () => Effect.void
+    })
+    return { append, appendAll, lockForAppend } as const
   })
 }) {}

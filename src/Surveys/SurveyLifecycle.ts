@@ -40,6 +40,9 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
     const outbox = yield* Outbox
 
     const apply = Effect.fn("SurveyLifecycle.apply")(function*(surveyId: SurveyId, action: LifecycleAction) {
+      // The move locks the survey's row, which a save of a new response takes last, and appends
+      // its event after: the outbox's lock first (`lockForAppend`).
+      yield* outbox.lockForAppend
       const found = yield* surveys.findById(surveyId)
       if (Option.isNone(found) || found.value.trashed) return yield* new SurveyMissing({ surveyId })
       const survey = found.value
