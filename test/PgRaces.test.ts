@@ -26,6 +26,30 @@ const maxSeq = (table: "events" | "response_changes") =>
     Effect.map(sql.unsafe(`SELECT MAX(seq) AS n FROM ${table}`).pipe(Effect.orDie), (rows) =>
       decodeAs(Schema.Array(Schema.Struct({ n: Schema.NullOr(Schema.Number) })), rows)[0]?.n ?? 0))
 
+/**
+ * Runs `reader` (a fan-out or an aggregator step) held half-way on `table`, which an outside
+ * transaction locks, and commits `write` meanwhile: the write must not wait for the reader, which
+ * is still held after it. Answers what the reader answers once let go.
+ */
+const writeWhileReaderHeld = <A, E, R, R2>(
+  table: string,
+  reader: Effect.Effect<A, E, R>,
+  write: Effect.Effect<unknown, never, R2>
+) =>
+  Effect.gen(function*() {
+    const holder = yield* outsideConnection
+    const observer = yield* outsideConnection
+    yield* onOutside(holder, "BEGIN")
+    yield* onOutside(holder, `LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`)
+    const running = yield* Effect.fork(reader)
+    yield* waitingOrDone(observer, running)
+    expect(Option.isNone(yield* Fiber.poll(running))).toBe(true)
+    yield* write
+    expect(Option.isNone(yield* Fiber.poll(running))).toBe(true)
+    yield* onOutside(holder, "COMMIT")
+    return yield* Fiber.join(running)
+  })
+
 // PostgreSQL only: there a row's serial is handed out when it is inserted and its transaction may
 // commit after a later-numbered one. On SQLite writers take turns, so the order cannot be built.
 describe.runIf(testDatabase === "postgres")("logs read by sequence number on PostgreSQL", () => {
@@ -60,20 +84,10 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
     Effect.gen(function*() {
       yield* register("http://127.0.0.1:9/hook")
       yield* complete("srv_main")
-      const holder = yield* outsideConnection
-      const observer = yield* outsideConnection
-      // The fan-out stops half-way, on the table it writes after reading the outbox.
-      yield* onOutside(holder, "BEGIN")
-      yield* onOutside(holder, "LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE")
       const repo = yield* DeliveryRepo
-      const fanning = yield* Effect.fork(repo.fanOut(0, 100))
-      yield* waitingOrDone(observer, fanning)
-      expect(Option.isNone(yield* Fiber.poll(fanning))).toBe(true)
-      // An event committed meanwhile: it would wait for the fan-out's end if the fan-out held the outbox.
-      yield* complete("srv_main")
-      expect(Option.isNone(yield* Fiber.poll(fanning))).toBe(true)
-      yield* onOutside(holder, "COMMIT")
-      expect(yield* Fiber.join(fanning)).toBe(1)
+      // The fan-out held on the table it writes after reading the outbox; an event committed
+      // meanwhile would wait for the fan-out's end if the fan-out held the outbox.
+      expect(yield* writeWhileReaderHeld("deliveries", repo.fanOut(0, 100), complete("srv_main"))).toBe(1)
       expect(yield* repo.fanOut(0, 100)).toBe(1)
       expect(yield* deliveries).toHaveLength(2)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
@@ -146,19 +160,9 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       const aggregator = yield* Aggregator
       yield* aggregator.catchUp()
       yield* writeChange("rsp_1")
-      const holder = yield* outsideConnection
-      const observer = yield* outsideConnection
-      // The step stops half-way through its work, on a table it reads after the changes.
-      yield* onOutside(holder, "BEGIN")
-      yield* onOutside(holder, "LOCK TABLE analytics_contributions IN ACCESS EXCLUSIVE MODE")
-      const stepping = yield* Effect.fork(aggregator.step())
-      yield* waitingOrDone(observer, stepping)
-      expect(Option.isNone(yield* Fiber.poll(stepping))).toBe(true)
-      // A change committed meanwhile: it would wait for the step's end if the step held the log.
-      yield* writeChange("rsp_2")
-      expect(Option.isNone(yield* Fiber.poll(stepping))).toBe(true)
-      yield* onOutside(holder, "COMMIT")
-      expect(yield* Fiber.join(stepping)).toBe(1)
+      // The step held on a table it reads after the changes; a change committed meanwhile would
+      // wait for the step's end if the step held the log.
+      expect(yield* writeWhileReaderHeld("analytics_contributions", aggregator.step(), writeChange("rsp_2"))).toBe(1)
       expect(yield* aggregator.step()).toBe(1)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })

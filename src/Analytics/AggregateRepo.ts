@@ -22,7 +22,7 @@ import {
   type QuestionDef,
   type ResponseInput
 } from "./Compute.js"
-import { SqlDialect } from "../Sql/Dialect.js"
+import { SqlDialect, upToSeq } from "../Sql/Dialect.js"
 import { type ResponseId, responseId as brandResponseId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 
 const chunk = 500
@@ -445,7 +445,7 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const changesAfter = (seq: number, limit: number, upTo: number | undefined) =>
       Effect.map(
         sql`SELECT ${sql.literal(ChangeColumns.columns)} FROM response_changes
-            WHERE seq > ${seq}${upTo === undefined ? sql`` : sql` AND seq <= ${upTo}`} ORDER BY seq LIMIT ${limit}`.values,
+            WHERE seq > ${seq}${upToSeq(sql, upTo)} ORDER BY seq LIMIT ${limit}`.values,
         (rows) => rows.map(ChangeColumns.read)
       )
     const surveyIds = Effect.map(

@@ -31,41 +31,41 @@ export type LogTable = "events" | "response_changes"
 
 const SettledRow = Schema.Struct({ seq: Schema.Number })
 
+/** PostgreSQL: waits for every transaction still writing to `table` and holds new writers back until this transaction ends. */
+const holdLogWriters = (sql: SqlClient.SqlClient, table: LogTable) =>
+  Effect.asVoid(sql.unsafe(`LOCK TABLE ${table} IN SHARE MODE`))
+
 /**
- * The highest serial of `table` at or below which every row is final: a reader of the table by
- * position reads up to it, in a transaction of its own taken afterwards.
+ * PostgreSQL: the highest serial of `table` at or below which every row is final, read in a
+ * transaction of its own (see `SqlDialectShape.settledSeq`).
  *
  * PostgreSQL hands out a serial when a row is inserted, not when its transaction commits: while
  * the transaction that took seq 10 is still open, seq 11 may already be committed and visible, and
  * a reader that moved its position past 11 would never see 10 (an event never delivered, a change
- * never counted). `LOCK TABLE … IN SHARE MODE` waits for every transaction that wrote to the table
- * and holds new writers back; the highest serial read then has no hole below it that a later
- * commit could fill, and a writer let in afterwards takes a higher one. The lock is held for that
- * one read only, in a transaction of its own: new rows wait for it for about one round trip,
- * not for the reader's whole work (an aggregator step, a fan-out). Called inside another
- * transaction it would hold the lock until that one ends: it refuses to, as a defect.
- *
- * On SQLite writers take turns and a reader's write transaction already sees every committed row:
- * no bound (undefined).
+ * never counted). `holdLogWriters` waits for every transaction that wrote to the table and holds
+ * new writers back; the highest serial read then has no hole below it that a later commit could
+ * fill, and a writer let in afterwards takes a higher one. The lock is held for that one read
+ * only: new rows wait for it for about one round trip, not for the reader's whole work (an
+ * aggregator step, a fan-out). Called inside another transaction it would hold the lock until that
+ * one ends: it refuses to, as a defect.
  */
-export const settledSeq = (
-  sql: SqlClient.SqlClient,
-  table: LogTable
-): Effect.Effect<number | undefined, SqlError.SqlError> =>
-  dialectOf(sql) === "pg"
-    ? Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
-      Option.isSome(outer)
-        ? Effect.dieMessage(`The settled position of ${table} is read in a transaction of its own, not inside another.`)
-        : sql.withTransaction(
-          Effect.zipRight(
-            sql.unsafe(`LOCK TABLE ${table} IN SHARE MODE`),
-            Effect.map(
-              sql.unsafe(`SELECT COALESCE(MAX(seq), 0) AS seq FROM ${table}`),
-              (rows) => Schema.decodeUnknownSync(Schema.Array(SettledRow))(rows)[0]?.seq ?? 0
-            )
+const pgSettledSeq = (sql: SqlClient.SqlClient, table: LogTable): Effect.Effect<number, SqlError.SqlError> =>
+  Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
+    Option.isSome(outer)
+      ? Effect.dieMessage(`The settled position of ${table} is read in a transaction of its own, not inside another.`)
+      : sql.withTransaction(
+        Effect.zipRight(
+          holdLogWriters(sql, table),
+          Effect.map(
+            sql.unsafe(`SELECT COALESCE(MAX(seq), 0) AS seq FROM ${table}`),
+            (rows) => Schema.decodeUnknownSync(Schema.Array(SettledRow))(rows)[0]?.seq ?? 0
           )
-        ))
-    : Effect.succeed(undefined)
+        )
+      ))
+
+/** ` AND seq <= upTo`, or nothing when there is no bound: a log read stopped at `settledSeq`. */
+export const upToSeq = (sql: SqlClient.SqlClient, upTo: number | undefined): Statement.Fragment =>
+  upTo === undefined ? sql`` : sql` AND seq <= ${upTo}`
 
 /**
  * What differs between the two databases, chosen once when the database layer is built. A
@@ -85,6 +85,13 @@ export interface SqlDialectShape {
    */
   readonly settledSeq: (table: LogTable) => Effect.Effect<number | undefined, SqlError.SqlError>
   /**
+   * Inside a writer's transaction: waits for the transactions still writing to a log table and
+   * holds new ones back until this one ends (PostgreSQL), so that what this transaction reads of
+   * the table's highest serial stays true past its commit. Nothing on SQLite, where the write
+   * transaction already excludes every other writer.
+   */
+  readonly holdLogWriters: (table: LogTable) => Effect.Effect<void, SqlError.SqlError>
+  /**
    * `sqlite` or `pg`, whichever is this database: for the few statements a repository keeps in
    * two forms (each written whole rather than assembled from fragments).
    */
@@ -98,6 +105,7 @@ const sqliteDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
   lockRows: () => sql``,
   positional: (text) => text,
   settledSeq: () => Effect.succeed(undefined),
+  holdLogWriters: () => Effect.void,
   choose: (forms) => forms.sqlite()
 })
 
@@ -105,7 +113,8 @@ const pgDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
   kind: "pg",
   lockRows: (alias) => sql.literal(` FOR UPDATE OF ${alias}`),
   positional: toNumbered,
-  settledSeq: (table) => settledSeq(sql, table),
+  settledSeq: (table) => pgSettledSeq(sql, table),
+  holdLogWriters: (table) => holdLogWriters(sql, table),
   choose: (forms) => forms.pg()
 })
 

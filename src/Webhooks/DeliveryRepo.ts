@@ -3,7 +3,7 @@ import { Clock, Effect, Option, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
 import { WebhookId } from "../Domain/Ids.js"
 import { type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
-import { SqlDialect } from "../Sql/Dialect.js"
+import { SqlDialect, upToSeq } from "../Sql/Dialect.js"
 import { attemptsAllowed, firstFree, intervalMillis, madeFrom } from "./Rate.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
@@ -101,9 +101,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
       Result: Cursor,
       execute: ({ batch, upTo }) =>
         sql`SELECT c.last_seq,
-                   (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq${
-          upTo === undefined ? sql`` : sql` AND seq <= ${upTo}`
-        } ORDER BY seq LIMIT ${batch}) AS upcoming)
+                   (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq${upToSeq(sql, upTo)}
+                     ORDER BY seq LIMIT ${batch}) AS upcoming)
                      AS max_seq
             FROM outbox_cursors c WHERE c.name = 'webhooks'${dialect.lockRows("c")}`
     })
@@ -336,7 +335,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
 
     /**
      * What a round would find, in one statement outside any transaction: whether the outbox holds
-     * events past the fan-out cursor, whether a delivery is due at `now` (due, perhaps not
+     * events past the fan-out cursor (`eventsWaiting`), whether a delivery is due at `now`
+     * (`dueNow`; its webhook may still hold it back), and when something may next become
      * claimable (`wakeAt`: the earliest due delivery or expiring lease). An idle worker's round is
      * this statement alone, not the fan-out's and the claim's transactions. An event whose
      * transaction is still open is not seen; a later look sees it.

@@ -136,12 +136,6 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       sqlite: () => (_scope: typeof Scope.Type) => Effect.void
     })
 
-    // SQLite's write transaction already excludes every other writer of events (see `put`).
-    const settleEvents = dialect.choose({
-      pg: () => sql`LOCK TABLE events IN SHARE MODE`.pipe(Effect.asVoid),
-      sqlite: () => Effect.void
-    })
-
     /**
      * Registers or replaces the endpoint of a scope with a new secret, the event types it
      * receives and its rate. A disabled webhook is enabled again, with a clean record of failures;
@@ -178,7 +172,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
           // read does, src/Sql/Dialect.ts settledSeq): then every event numbered up to the highest one
           // has committed before the webhook, and every later one commits after it with a higher
           // number. Registrations are rare and their transaction short: the lock stays to its end.
-          yield* settleEvents
+          yield* dialect.holdLogWriters("events")
           yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, max_attempts_per_second, since_seq,
                                            created_at, updated_at)
                      SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
