@@ -10,9 +10,9 @@
  *   of a process at a time (scripts/bench/BatchQueue.ts). Each count is answered once its batch
  *   has committed.
  * - Requests are counted at the start of their second.
- * - The transaction locks each counter's day row, in counter order. The counters in memory are
- *   used when the locked count is the one this process last stored, else read again (day, month
- *   and burst window, one statement each).
+ * - The transaction locks every counter's day row in one statement, in counter order. The
+ *   counters in memory are used when the locked count is the one this process last stored; the
+ *   others are read again in one statement (month and burst window; the day is the locked count).
  * - The admitted counts go to both tables in one statement; a counter's stamps older than its
  *   window are deleted at most every 10 s (src/Quota/UsageRows.ts decides which, as for the
  *   service).
@@ -33,12 +33,16 @@ export type Run = (on: Pg.PoolClient, text: string, values: ReadonlyArray<unknow
 const STEP_MS = 1000
 const MAX_KNOWN = 10_000
 
-const lockDaySql = `INSERT INTO usage_daily (account_id, day, count) VALUES ($1, $2, 0)
+const lockDaysSql = `INSERT INTO usage_daily (account_id, day, count)
+  SELECT a, $2, 0 FROM unnest($1::text[]) AS a ORDER BY a COLLATE "C"
   ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count
-  RETURNING count`
-const dayCountSql = "SELECT count FROM usage_daily WHERE account_id = $1 AND day = $2"
-const monthCountSql = "SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3"
-const burstSql = "SELECT at_ms, count FROM usage_burst WHERE account_id = $1 AND at_ms > $2 ORDER BY at_ms"
+  RETURNING account_id, count`
+const reloadSql = `SELECT w.a, -1, COALESCE(SUM(d.count), 0) FROM unnest($1::text[]) AS w(a)
+    LEFT JOIN usage_daily d ON d.account_id = w.a AND d.day >= $3 AND d.day <= $4 GROUP BY w.a
+  UNION ALL
+  SELECT b.account_id, b.at_ms, b.count FROM unnest($1::text[], $2::int8[]) AS w(a, after)
+    JOIN usage_burst b ON b.account_id = w.a AND b.at_ms > w.after
+  ORDER BY 1, 2`
 const addSql = `WITH added AS (
     INSERT INTO usage_daily (account_id, day, count)
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[])
@@ -47,7 +51,8 @@ const addSql = `WITH added AS (
   INSERT INTO usage_burst (account_id, at_ms, count)
   SELECT * FROM unnest($4::text[], $5::int8[], $6::int8[])
   ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
-const pruneSql = "DELETE FROM usage_burst WHERE account_id = $1 AND at_ms <= $2"
+const pruneSql = `DELETE FROM usage_burst b USING unnest($1::text[], $2::int8[]) AS p(a, before)
+  WHERE b.account_id = p.a AND b.at_ms <= p.before`
 
 /** A whole number from an integer column, whichever width (the driver answers 8-byte ones as text). */
 const whole = (value: unknown): number => {
@@ -65,14 +70,25 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
   const known = new Map<string, { readonly usage: AccountUsage; readonly day: string }>()
   const lastPruned = new Map<string, number>()
 
-  const reload = async (client: Pg.PoolClient, accountId: string, now: number, windowMs: number) => {
-    const [today] = await run(client, dayCountSql, [accountId, utcDay(now)])
+  /** The counters of `stale` as stored, in one statement; `today` holds their locked day counts. */
+  const reload = async (client: Pg.PoolClient, stale: ReadonlyArray<readonly [string, QuotaPlan]>, now: number, today: ReadonlyMap<string, number>) => {
     const month = utcMonth(now)
-    const [thisMonth] = await run(client, monthCountSql, [accountId, `${month}-01`, `${month}-31`])
-    const rows = await run(client, burstSql, [accountId, now - windowMs])
-    return new AccountUsage(
-      storedUsage(whole(today?.[0] ?? 0), whole(thisMonth?.[0]), rows.map((row) => ({ atMs: whole(row[0]), count: whole(row[1]) }))),
-      now
+    const rows = await run(client, reloadSql, [
+      stale.map(([accountId]) => accountId),
+      stale.map(([, plan]) => now - burstWindowMs(plan)),
+      `${month}-01`,
+      `${month}-31`
+    ])
+    const months = new Map<string, number>()
+    const stamps = new Map<string, Array<{ atMs: number; count: number }>>()
+    for (const row of rows) {
+      const accountId = String(row[0])
+      const atMs = whole(row[1])
+      if (atMs === -1) months.set(accountId, whole(row[2]))
+      else stamps.set(accountId, [...(stamps.get(accountId) ?? []), { atMs, count: whole(row[2]) }])
+    }
+    return stale.map(([accountId]) =>
+      [accountId, new AccountUsage(storedUsage(today.get(accountId) ?? 0, months.get(accountId) ?? 0, stamps.get(accountId) ?? []), now)] as const
     )
   }
 
@@ -87,16 +103,16 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
       client = await pool.connect()
       await client.query("BEGIN")
       // In one order in every process, as the service locks them: no two batches deadlock.
-      for (const [accountId, plan] of [...plans].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        const [locked] = await run(client, lockDaySql, [accountId, day])
+      const locked = await run(client, lockDaysSql, [[...plans.keys()], day])
+      const today = new Map(locked.map((row) => [String(row[0]), whole(row[1])]))
+      const stale: Array<readonly [string, QuotaPlan]> = []
+      for (const [accountId, plan] of plans) {
         const cached = known.get(accountId)
-        synced.set(
-          accountId,
-          cached !== undefined && cached.day === day && cached.usage.current(now, plan).today === whole(locked?.[0])
-            ? cached.usage
-            : await reload(client, accountId, now, burstWindowMs(plan))
-        )
+        if (cached !== undefined && cached.day === day && cached.usage.current(now, plan).today === today.get(accountId)) {
+          synced.set(accountId, cached.usage)
+        } else stale.push([accountId, plan])
       }
+      if (stale.length > 0) for (const [accountId, usage] of await reload(client, stale, now, today)) synced.set(accountId, usage)
       const admitted: Array<CountedRequest> = []
       const decided = counts.map((c) => {
         const usage = synced.get(c.accountId)
@@ -117,7 +133,7 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
           stamps.map((s) => s.count)
         ])
       }
-      for (const p of prune) await run(client, pruneSql, [p.accountId, p.before])
+      if (prune.length > 0) await run(client, pruneSql, [prune.map((p) => p.accountId), prune.map((p) => p.before)])
       await client.query("COMMIT")
       for (const p of prune) lastPruned.set(p.accountId, now)
       for (const [accountId, usage] of synced) known.set(accountId, { usage, day })

@@ -560,8 +560,8 @@ const main = async () => {
     "round divided by the requests answered; statements per request are counted by `pg_stat_statements` over the warm-up and " +
     "the rounds, transaction control and the service's background work included (the requests still in flight when a round " +
     "ends ran but are not counted, so the figure is a little high; the baseline runs 5 per completion, and per batch of the " +
-    "respondent limits' counts `BEGIN`, a lock per counter, one write and `COMMIT` as the service, three reads more for a counter " +
-    "another process added to)."
+    "respondent limits' counts `BEGIN`, one lock of all its counters, one write and `COMMIT` as the service, one read more when " +
+    "another process added to some of them)."
   ]
   console.log(`\n${lines.join("\n")}`)
 

@@ -8,11 +8,10 @@ import { utcDay, utcMonth } from "./Calendar.js"
 import { aggregate, pruning, storeBusy, storedUsage } from "./UsageRows.js"
 import type { BatchAccount, Decider, UsageCounts, UsageStoreShape } from "./UsageStore.js"
 
-const Count = Schema.Struct({ count: Schema.Number })
-const AccountDay = Schema.Struct({ accountId: Schema.String, day: Schema.String })
 const DayCount = rowShape({ count: column.num("count") })
+const LockedDay = rowShape({ accountId: column.text("account_id"), count: column.num("count") })
+const Stored = rowShape({ accountId: column.text("account_id"), atMs: column.num("at_ms"), count: column.num("count") })
 const dayCountSql = `SELECT ${DayCount.columns} FROM usage_daily WHERE account_id = ? AND day = ?`
-const MonthAndBurst = rowShape({ atMs: column.num("at_ms"), count: column.num("count") })
 
 /**
  * The counters in the service's PostgreSQL database, through its client: a batch's transaction
@@ -39,32 +38,55 @@ export const makePgUsageStore = Effect.gen(function*() {
               WHERE account_id = ${accountId} AND day >= ${`${month}-01`} AND day <= ${`${month}-31`}) AS this_month,
             (SELECT COALESCE(SUM(count), 0) FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after}) AS in_burst`
   })
-  // A write, so that the row stays locked until commit.
-  const lockDay = SqlSchema.single({
-    Request: AccountDay,
-    Result: Count,
-    execute: ({ accountId, day }) =>
-      sql`INSERT INTO usage_daily (account_id, day, count) VALUES (${accountId}, ${day}, 0)
+  /**
+   * Every account's day row of a batch, locked in one statement: a write, so that the rows stay
+   * locked until commit, in one order in every process (the ids' bytes: two batches holding the
+   * same counters, an address's and a survey's, in opposite orders would otherwise deadlock).
+   * Answers each account's count of the day.
+   */
+  const lockDays = (accountIds: ReadonlyArray<string>, day: string) =>
+    Effect.map(
+      sql`INSERT INTO usage_daily (account_id, day, count)
+            SELECT a.account_id, ${day}, 0 FROM unnest(${accountIds}::text[]) AS a(account_id)
+            ORDER BY a.account_id COLLATE "C"
             ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count
-            RETURNING count`
-  })
+            RETURNING ${sql.literal(LockedDay.columns)}`.values,
+      (rows) => new Map(rows.map((row) => {
+        const locked = LockedDay.read(row)
+        return [locked.accountId, locked.count]
+      }))
+    )
 
   /**
-   * An account's stored counters once another process added to them: today's count, as the
-   * batch's lock of the day row answered it, and this month's count with the burst window's
-   * stamps in one round trip (the month's sum first, as at_ms -1, then the stamps in order).
+   * The stored counters of the accounts another process added to, in one round trip: for each,
+   * this month's count (as at_ms -1, first) and the stamps of its burst window in order; today's
+   * count is the one the batch's lock of its day row answered.
    */
-  const loadRows = (accountId: string, now: number, windowMs: number, today: number) => {
+  const loadRows = (accounts: ReadonlyArray<BatchAccount>, now: number, today: ReadonlyMap<string, number>) => {
     const month = utcMonth(now)
+    const ids = accounts.map((a) => a.accountId)
     return Effect.map(
-      sql`SELECT -1 AS at_ms, COALESCE(SUM(count), 0) AS count FROM usage_daily
-            WHERE account_id = ${accountId} AND day >= ${`${month}-01`} AND day <= ${`${month}-31`}
+      sql`SELECT w.account_id, -1 AS at_ms, COALESCE(SUM(d.count), 0) AS count
+            FROM unnest(${ids}::text[]) AS w(account_id)
+            LEFT JOIN usage_daily d ON d.account_id = w.account_id AND d.day >= ${`${month}-01`} AND d.day <= ${`${month}-31`}
+            GROUP BY w.account_id
           UNION ALL
-          SELECT at_ms, count FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${now - windowMs}
-          ORDER BY at_ms`.values,
+          SELECT b.account_id, b.at_ms, b.count
+            FROM unnest(${ids}::text[], ${accounts.map((a) => now - a.windowMs)}::bigint[]) AS w(account_id, after)
+            JOIN usage_burst b ON b.account_id = w.account_id AND b.at_ms > w.after
+          ORDER BY 1, 2`.values,
       (rows) => {
-        const [thisMonth, ...burst] = rows.map(MonthAndBurst.read)
-        return storedUsage(today, thisMonth?.count ?? 0, burst)
+        const months = new Map<string, number>()
+        const stamps = new Map<string, Array<{ readonly atMs: number; readonly count: number }>>()
+        for (const row of rows.map(Stored.read)) {
+          if (row.atMs === -1) months.set(row.accountId, row.count)
+          else {
+            const list = stamps.get(row.accountId)
+            if (list === undefined) stamps.set(row.accountId, [row])
+            else list.push(row)
+          }
+        }
+        return new Map(ids.map((id) => [id, storedUsage(today.get(id) ?? 0, months.get(id) ?? 0, stamps.get(id) ?? [])]))
       }
     )
   }
@@ -78,16 +100,9 @@ export const makePgUsageStore = Effect.gen(function*() {
 
   const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
     Effect.gen(function*() {
-      const reloaded = new Map<string, StoredUsage>()
-      // Rows are locked in one order in every process: two batches holding the same counters
-      // (an address's and a survey's) in opposite orders would otherwise deadlock.
-      const inLockOrder = [...accounts].sort((x, y) => (x.accountId < y.accountId ? -1 : x.accountId > y.accountId ? 1 : 0))
-      for (const { accountId, windowMs } of inLockOrder) {
-        const locked = yield* lockDay({ accountId, day: utcDay(now) })
-        if (!decider.current(accountId, locked.count)) {
-          reloaded.set(accountId, yield* loadRows(accountId, now, windowMs, locked.count))
-        }
-      }
+      const today = yield* lockDays(accounts.map((a) => a.accountId), utcDay(now))
+      const stale = accounts.filter((a) => !decider.current(a.accountId, today.get(a.accountId) ?? 0))
+      const reloaded = stale.length === 0 ? new Map<string, StoredUsage>() : yield* loadRows(stale, now, today)
       const { days, stamps, windows } = aggregate(decider.decide(reloaded))
       const prune = pruning(lastPruned, windows, now)
       if (days.length > 0) {
@@ -99,8 +114,10 @@ export const makePgUsageStore = Effect.gen(function*() {
             INSERT INTO usage_burst ${sql.insert(stamps)}
             ON CONFLICT (account_id, at_ms) DO UPDATE SET count = usage_burst.count + excluded.count`
       }
-      for (const p of prune) {
-        yield* sql`DELETE FROM usage_burst WHERE account_id = ${p.accountId} AND at_ms <= ${p.before}`
+      if (prune.length > 0) {
+        yield* sql`DELETE FROM usage_burst b
+            USING unnest(${prune.map((p) => p.accountId)}::text[], ${prune.map((p) => p.before)}::bigint[]) AS p(account_id, before)
+            WHERE b.account_id = p.account_id AND b.at_ms <= p.before`
       }
       return prune
     }).pipe(
