@@ -22,7 +22,7 @@ import type * as Pg from "pg"
 import type { QuotaPlan } from "../../src/Auth/CurrentKey.js"
 import { AccountUsage, burstWindowMs, type Decision } from "../../src/Quota/AccountUsage.js"
 import { utcDay, utcMonth } from "../../src/Quota/Calendar.js"
-import { aggregate, pruning, storedUsage } from "../../src/Quota/UsageRows.js"
+import { aggregate, pruning, storedUsages } from "../../src/Quota/UsageRows.js"
 import { perMinute } from "../../src/Respondents/RespondentLimits.js"
 import type { CountedRequest } from "../../src/Quota/UsageStore.js"
 import { makeBatchQueue, type Waiting } from "./BatchQueue.js"
@@ -79,17 +79,12 @@ export const makeRespondentLimits = (pool: Pg.Pool, run: Run, limits: { readonly
       `${month}-01`,
       `${month}-31`
     ])
-    const months = new Map<string, number>()
-    const stamps = new Map<string, Array<{ atMs: number; count: number }>>()
-    for (const row of rows) {
-      const accountId = String(row[0])
-      const atMs = whole(row[1])
-      if (atMs === -1) months.set(accountId, whole(row[2]))
-      else stamps.set(accountId, [...(stamps.get(accountId) ?? []), { atMs, count: whole(row[2]) }])
-    }
-    return stale.map(([accountId]) =>
-      [accountId, new AccountUsage(storedUsage(today.get(accountId) ?? 0, months.get(accountId) ?? 0, stamps.get(accountId) ?? []), now)] as const
+    const stored = storedUsages(
+      stale.map(([accountId]) => accountId),
+      today,
+      rows.map((row) => ({ accountId: String(row[0]), atMs: whole(row[1]), count: whole(row[2]) }))
     )
+    return [...stored].map(([accountId, usage]) => [accountId, new AccountUsage(usage, now)] as const)
   }
 
   const settle = async (counts: ReadonlyArray<Count>) => {

@@ -5,7 +5,7 @@ import { Reader } from "../Sql/Reader.js"
 import { column, rowShape } from "../Sql/Rows.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
-import { aggregate, pruning, storeBusy, storedUsage } from "./UsageRows.js"
+import { aggregate, pruning, storeBusy, storedUsages } from "./UsageRows.js"
 import type { BatchAccount, Decider, UsageCounts, UsageStoreShape } from "./UsageStore.js"
 
 const DayCount = rowShape({ count: column.num("count") })
@@ -75,19 +75,7 @@ export const makePgUsageStore = Effect.gen(function*() {
             FROM unnest(${ids}::text[], ${accounts.map((a) => now - a.windowMs)}::bigint[]) AS w(account_id, after)
             JOIN usage_burst b ON b.account_id = w.account_id AND b.at_ms > w.after
           ORDER BY 1, 2`.values,
-      (rows) => {
-        const months = new Map<string, number>()
-        const stamps = new Map<string, Array<{ readonly atMs: number; readonly count: number }>>()
-        for (const row of rows.map(Stored.read)) {
-          if (row.atMs === -1) months.set(row.accountId, row.count)
-          else {
-            const list = stamps.get(row.accountId)
-            if (list === undefined) stamps.set(row.accountId, [row])
-            else list.push(row)
-          }
-        }
-        return new Map(ids.map((id) => [id, storedUsage(today.get(id) ?? 0, months.get(id) ?? 0, stamps.get(id) ?? [])]))
-      }
+      (rows) => storedUsages(ids, today, rows.map(Stored.read))
     )
   }
 

@@ -49,3 +49,33 @@ export const storedUsage = (
   for (const row of rows) for (let i = 0; i < row.count; i++) burst.push(row.atMs)
   return { dayCount, monthCount, burst }
 }
+
+/** A row of a batch's read of stored counters: an account's month sum (`atMs` -1) or one of its burst stamps. */
+export interface StoredRow {
+  readonly accountId: string
+  readonly atMs: number
+  readonly count: number
+}
+
+/**
+ * The counters of `accountIds` from one read of their stored rows (each account's month sum as
+ * `atMs` -1, its stamps in order), with today's counts as the batch's locks of their day rows
+ * answered them. An account with no rows has counted nothing.
+ */
+export const storedUsages = (
+  accountIds: ReadonlyArray<string>,
+  today: ReadonlyMap<string, number>,
+  rows: Iterable<StoredRow>
+): ReadonlyMap<string, StoredUsage> => {
+  const months = new Map<string, number>()
+  const stamps = new Map<string, Array<StoredRow>>()
+  for (const row of rows) {
+    if (row.atMs === -1) months.set(row.accountId, row.count)
+    else {
+      const list = stamps.get(row.accountId)
+      if (list === undefined) stamps.set(row.accountId, [row])
+      else list.push(row)
+    }
+  }
+  return new Map(accountIds.map((id) => [id, storedUsage(today.get(id) ?? 0, months.get(id) ?? 0, stamps.get(id) ?? [])]))
+}
