@@ -8,7 +8,7 @@ const SubmittedAnswer = Schema.Struct({
   values: Schema.Array(Schema.String.pipe(Schema.maxLength(MAX_TEXT_LENGTH))).pipe(Schema.maxItems(200)).annotations({
     description: "The answer, as the question type takes it (decisions §4); `[]` removes the answer."
   })
-}).annotations({ parseOptions: { onExcessProperty: "error" } })
+}).annotations({ parseOptions: { onExcessProperty: "error", errors: "all" } })
 
 export type SubmittedAnswer = typeof SubmittedAnswer.Type
 
@@ -18,6 +18,6 @@ export const Submission = Schema.Struct({
   finished: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
     description: "True completes the response: required questions must then be answered."
   })
-}).annotations({ identifier: "Submission", parseOptions: { onExcessProperty: "error" } })
+}).annotations({ identifier: "Submission", parseOptions: { onExcessProperty: "error", errors: "all" } })
 
 export type Submission = typeof Submission.Type
