@@ -194,7 +194,7 @@ layer(TestServer(baseFixture))("GET /surveys/{id}/definition (v1-extensions §X7
         expect(after.definition).toEqual(before.definition)
         expect(yield* outputsOf(made.id, editorToken)).toEqual(outputs)
       }),
-    { fastCheck: { numRuns: 12 } }
+    { timeout: 300_000, fastCheck: { numRuns: 8 } }
   )
 })
 
