@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { SurveyId } from "../Domain/Ids.js"
 import { RespondentContext } from "../Domain/Respondent.js"
+import { inBatches } from "../Sql/Transactions.js"
 
 /** A stored respondent token as read. */
 const StoredToken = Schema.Struct({
@@ -82,20 +83,29 @@ export class RespondentTokenRepo extends Effect.Service<RespondentTokenRepo>()("
           Effect.asVoid,
           Effect.orDie
         ),
-      /** Deletes the tokens expired by `now`; how many. */
+      /** Deletes the tokens expired by `now`, WorkBatches' `purge` per statement; how many. */
       deleteExpired: (now: string) =>
-        sql`
-        DELETE FROM respondent_tokens WHERE expires_at <= ${now} RETURNING token_hash`.pipe(
-          Effect.flatMap(counted(DeletedTokens)),
-          Effect.orDie
-        ),
-      /** Deletes the embed sessions expired by `before` that no token refers to any more; how many. */
+        inBatches("respondent token purge", (limit) =>
+          sql`
+          DELETE FROM respondent_tokens WHERE token_hash IN (
+            SELECT token_hash FROM respondent_tokens WHERE expires_at <= ${now} ORDER BY expires_at LIMIT ${limit})
+          RETURNING token_hash`.pipe(
+            Effect.flatMap(counted(DeletedTokens)),
+            Effect.orDie
+          )),
+      /**
+       * Deletes the embed sessions expired by `before` that no token refers to any more,
+       * WorkBatches' `purge` per statement; how many.
+       */
       deleteEmbedSessions: (before: string) =>
-        sql`
-        DELETE FROM embed_sessions
-        WHERE expires_at <= ${before}
-          AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = embed_sessions.id)
-        RETURNING id`.pipe(Effect.flatMap(counted(DeletedSessions)), Effect.orDie)
+        inBatches("embed session purge", (limit) =>
+          sql`
+          DELETE FROM embed_sessions WHERE id IN (
+            SELECT id FROM embed_sessions e
+            WHERE e.expires_at <= ${before}
+              AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = e.id)
+            ORDER BY e.expires_at LIMIT ${limit})
+          RETURNING id`.pipe(Effect.flatMap(counted(DeletedSessions)), Effect.orDie))
     } as const
   })
 }) {}
