@@ -95,17 +95,21 @@ export class RespondentTokenRepo extends Effect.Service<RespondentTokenRepo>()("
           )),
       /**
        * Deletes the embed sessions expired by `before` that no token refers to any more,
-       * WorkBatches' `purge` per statement; how many.
+       * WorkBatches' `purge` per batch; how many.
        */
       deleteEmbedSessions: (before: string) =>
         inBatches("embed session purge", (limit) =>
-          sql`
-          DELETE FROM embed_sessions WHERE id IN (
-            SELECT id FROM embed_sessions e
-            WHERE e.expires_at <= ${before}
-              AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = e.id)
-            ORDER BY e.expires_at LIMIT ${limit})
-          RETURNING id`.pipe(Effect.flatMap(counted(DeletedSessions)), Effect.orDie))
+          Effect.gen(function*() {
+            // The batch's ids first, by the expiry index; then those rows by their key.
+            const ids = (yield* sql`
+              SELECT id FROM embed_sessions e
+              WHERE e.expires_at <= ${before}
+                AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = e.id)
+              ORDER BY e.expires_at LIMIT ${limit}`.pipe(Effect.flatMap(Schema.decodeUnknown(DeletedSessions)))).map((row) => row.id)
+            if (ids.length === 0) return 0
+            const deleted = yield* sql`DELETE FROM embed_sessions WHERE id IN ${sql.in(ids)} RETURNING id`
+            return deleted.length
+          }).pipe(Effect.orDie))
     } as const
   })
 }) {}
