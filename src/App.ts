@@ -13,6 +13,7 @@ import { JobLeases } from "./Background/JobLeases.js"
 import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
+import { KeyLive } from "./Auth/KeyHttp.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
 import { AppConfig, type AppSettings, DEFAULT_HOST } from "./Config.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
@@ -167,6 +168,7 @@ const groupsLive = [
   WebhooksHttpLive,
   ErasuresLive,
   AuthoringLive,
+  KeyLive,
   RespondentHttpLive
 ] as const
 
