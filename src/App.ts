@@ -15,6 +15,7 @@ import { BackgroundJobs, RunBackgroundJobsLive } from "./BackgroundJobs.js"
 import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
+import { KeyLive } from "./Auth/KeyHttp.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
 import { AppConfig, type AppSettings, DEFAULT_HOST } from "./Config.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
@@ -169,6 +170,7 @@ const groupsLive = [
   WebhooksHttpLive,
   ErasuresLive,
   AuthoringLive,
+  KeyLive,
   RespondentHttpLive
 ] as const
 
