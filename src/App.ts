@@ -12,6 +12,7 @@ import { HeapBoundLive } from "./Background/HeapBound.js"
 import { JobLeases } from "./Background/JobLeases.js"
 import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
+import { ConsoleRoutes } from "./Console/Routes.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
 import { KeyLive } from "./Auth/KeyHttp.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
@@ -209,6 +210,7 @@ const makeHttp = <E, R>(apiLive: Layer.Layer<HttpApi.Api, E, R>) => Layer.unwrap
   Layer.provide(HealthLive),
   Layer.provide(ReadinessLive),
   Layer.provide(RespondentRoutes),
+  Layer.provide(ConsoleRoutes),
   Layer.provide(RequestErrorsLive),
   Layer.provide(apiLive),
   HttpServer.withLogAddress
