@@ -14,6 +14,7 @@ import { RoundGate } from "./Background/Jobs.js"
 import { BackgroundJobs, RunBackgroundJobsLive } from "./BackgroundJobs.js"
 import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
+import { ConsoleRoutes } from "./Console/Routes.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
 import { KeyLive } from "./Auth/KeyHttp.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
@@ -214,6 +215,7 @@ const makeHttp = <E, R>(
   Layer.provide(HealthLive),
   Layer.provide(ReadinessLive),
   Layer.provide(RespondentRoutes),
+  Layer.provide(ConsoleRoutes),
   Layer.provide(RequestErrorsLive),
   Layer.provide(apiLive),
   HttpServer.withLogAddress
