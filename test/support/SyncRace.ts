@@ -70,8 +70,14 @@ export interface RaceReader {
 export interface RaceOptions {
   /** The service processes, by base URL; writers and readers pick one per request. */
   readonly bases: ReadonlyArray<string>
-  /** How long the writers write. */
+  /** How long the writers write at least. */
   readonly seconds: number
+  /**
+   * The writers go on past `seconds` until this many changes were acknowledged, up to
+   * `maxSeconds` in all, so that a slow machine still runs a race of some size.
+   */
+  readonly minChanges?: number
+  readonly maxSeconds?: number
   readonly writers: number
   readonly readers: ReadonlyArray<RaceReader>
   /** A bound on each writer's saves, so that a fast machine still ends the loop by count. */
@@ -187,7 +193,9 @@ const describeWalk = (walk: Walk) =>
 export const runSyncRace = async (options: RaceOptions): Promise<RaceReport> => {
   const started = performance.now()
   const elapsed = () => performance.now() - started
-  const writeUntil = started + options.seconds * 1000
+  const writeFor = options.seconds * 1000
+  const writeAtMost = Math.max(writeFor, (options.maxSeconds ?? options.seconds) * 1000)
+  const minChanges = options.minChanges ?? 0
   const maxSaves = options.maxSavesPerWriter ?? 100_000
   const editor = { authorization: `Bearer ${TOKENS.editor}` }
   const seed = options.seed ?? 1
@@ -237,7 +245,11 @@ export const runSyncRace = async (options: RaceOptions): Promise<RaceReport> => 
     const next = random(seed * 1000 + index)
     const open: Array<{ surveyId: string; responseId: string; version: number }> = []
     const done: Array<{ surveyId: string; responseId: string }> = []
-    for (let saves = 0; saves < maxSaves && performance.now() < writeUntil; saves++) {
+    const goOn = () => {
+      const t = elapsed()
+      return t < writeAtMost && (t < writeFor || changes.length < minChanges)
+    }
+    for (let saves = 0; saves < maxSaves && goOn(); saves++) {
       const at = base(next)
       const roll = next()
       if (open.length === 0 || roll < 0.3) {
