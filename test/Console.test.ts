@@ -161,6 +161,10 @@ describe.skipIf(!runs)("the console in a real browser", () => {
         yield* Effect.promise(async () => {
           await page.getByRole("button", { name: "Refresh log" }).click()
           await poll(() => page.locator("tbody tr").count()).toBe(4)
+          await page.getByRole("button", { name: "Remove webhook" }).click()
+          await page.getByRole("button", { name: "Remove it" }).click()
+          await page.getByRole("status").filter({ hasText: "The webhook is removed." }).waitFor()
+          await poll(() => page.locator(".facts").textContent()).toContain("not set up")
           await page.getByRole("link", { name: "Usage" }).click()
           await page.getByRole("heading", { name: "Today" }).waitFor()
           await expectAccessible(page, "usage")
