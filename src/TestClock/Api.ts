@@ -76,6 +76,7 @@ export class TestClockApi extends HttpApiGroup.make("testClock").add(readClock).
   .middleware(JsonBody).middleware(WriteAccess).middleware(Authorization)
   .prefix("/api/v1")
   .annotate(OpenApi.Title, "Test clock")
+  .annotate(OpenApi.Description, "The simulated clock of a process started with --test-clock.")
 {}
 
 /** The API of a process on a simulated clock: the service's, with the test clock. */
