@@ -199,6 +199,7 @@ layer(TestServer(respondentFixture))("the served OpenAPI document against the se
       const document = bodyOf(Document, served)
       expect(Object.keys(document.components.schemas).filter((name) => name.startsWith("Error_")).sort()).toEqual([
         "Error_forbidden",
+        "Error_internal_error",
         "Error_invalid_request",
         "Error_not_found",
         "Error_plan_upgrade_required",

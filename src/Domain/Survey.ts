@@ -1,7 +1,6 @@
 import { Schema } from "effect"
-import { boundedInt, boundedString, Count, Timestamp } from "./Bounds.js"
+import { boundedString, Count, Timestamp } from "./Bounds.js"
 import { SurveyId } from "./Ids.js"
-import { MAX_QUESTIONS } from "./Question.js"
 
 /** The longest survey title. */
 export const MAX_TITLE_LENGTH = 500
@@ -21,7 +20,7 @@ export class Survey extends Schema.Class<Survey>("Survey")({
   description: Schema.NullOr(boundedString(MAX_DESCRIPTION_LENGTH)).annotations({ description: "Null when none is set." }),
   status: SurveyStatus,
   published: Schema.Boolean.annotations({ description: "Whether the survey currently accepts responses." }),
-  questionCount: boundedInt(0, MAX_QUESTIONS).annotations({ description: "Number of questions (sections excluded)." }),
+  questionCount: Count.annotations({ description: "Number of questions (sections excluded)." }),
   responseCount: Count.annotations({ description: "All responses, including incomplete ones." }),
   createdAt: Timestamp.annotations({ description: "Creation time, ISO 8601." }),
   updatedAt: Timestamp.annotations({ description: "Time of last change, ISO 8601." })

@@ -116,6 +116,19 @@ export const documentAnswerHeader = (status: number, name: string, header: Answe
   }
 }
 
+/** An `OpenApi.Transform` of a whole document adding `name` to the headers of every answer of every operation. */
+export const documentEveryAnswerHeader = (name: string, header: AnswerHeader) => (input: Json): Json => {
+  const spec = structuredClone(input)
+  for (const pathItem of objects(spec.paths)) {
+    for (const operation of objects(pathItem)) {
+      for (const answer of objects(operation.responses)) {
+        answer.headers = { ...(isObject(answer.headers) ? answer.headers : {}), [name]: header }
+      }
+    }
+  }
+  return spec
+}
+
 /** The integration API's prefix: its answers report the request quota. */
 const integrationPrefix = "/api/v1/"
 
