@@ -30,4 +30,5 @@ export class KeyApi extends HttpApiGroup.make("key")
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Key")
+  .annotate(OpenApi.Description, "What the calling key may do: its workspace, role and survey limits.")
 {}
