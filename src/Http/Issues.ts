@@ -1,4 +1,6 @@
-import { InvalidRequest, type Issue } from "../Domain/Errors.js"
+import { InvalidRequest, type Issue, MAX_ISSUE_MESSAGE_LENGTH, MAX_ISSUES } from "../Domain/Errors.js"
+
+export { MAX_ISSUES }
 
 /** One problem as Effect's `ArrayFormatter` reports it: a union reports one per member. */
 export interface RawIssue {
@@ -7,10 +9,7 @@ export interface RawIssue {
   readonly message: string
 }
 
-/** The most issues one answer lists; the message says how many more there were. */
-export const MAX_ISSUES = 20
-
-const MAX_MESSAGE = 300
+const MAX_MESSAGE = MAX_ISSUE_MESSAGE_LENGTH
 
 const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
 
