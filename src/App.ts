@@ -1,6 +1,7 @@
 import { type HttpApi, HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
+import { RebuildRepo } from "./Analytics/RebuildRepo.js"
 import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
@@ -105,6 +106,7 @@ export const RepositoriesLive = Layer.mergeAll(
   ResponseWriteRepo.Default,
   ChangeClockRepo.Default,
   AggregateRepo.Default,
+  RebuildRepo.Default,
   WebhookRepo.Default,
   RedeliveryRepo.Default,
   Outbox.Default,
