@@ -1,6 +1,6 @@
-import { Array as Arr, Clock, Data, Effect, Layer, Metric, Schedule } from "effect"
-import { JobLeases } from "../Background/JobLeases.js"
-import { periodically, traced } from "../Background/Supervise.js"
+import { Array as Arr, Clock, Data, Duration, Effect, Layer, Metric } from "effect"
+import { heldJob, periodJob, runJobs } from "../Background/Jobs.js"
+import { traced } from "../Background/Supervise.js"
 import type { ResponseId, SurveyId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { Transactions } from "../Sql/Transactions.js"
@@ -319,21 +319,15 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
 /** Changes skipped per transaction once a rebuild of every survey included them. */
 const pruneRange = 10_000
 
-/** How often the aggregator looks for new changes; well inside the 2 s freshness goal. */
-const pollEvery = Schedule.spaced("100 millis")
-const sweepPeriodMillis = 30_000
-const sweepEvery = Schedule.spaced(sweepPeriodMillis)
-
 /**
- * The background aggregation: a supervised polling loop and a slower layout sweep. Of all
- * processes on the database, one at a time follows the changes and works on rebuilds, a round of
- * batches after each look at the changes (the others take over when its lease runs out), and each
- * sweep period is swept once.
+ * The background aggregation's jobs (src/BackgroundJobs.ts): one that follows the changes and
+ * works on rebuilds (a round of batches after each look at the changes), polled every 100 ms (well
+ * inside the 2 s freshness goal) by one process at a time (the others take over when its lease
+ * runs out), and a layout sweep once every 30 s over all processes.
  */
-export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
+export const aggregatorJobs = Effect.gen(function*() {
   const aggregator = yield* Aggregator
   const repo = yield* AggregateRepo
-  const jobs = yield* JobLeases
   // Polled every 100 ms: traced only when there is something to apply.
   const tick = Effect.gen(function*() {
     const lag = yield* repo.lag
@@ -341,11 +335,22 @@ export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
     if (lag.changes > 0) yield* traced("job analytics aggregation")(aggregator.catchUp())
     if (lag.rebuilding) yield* traced("job analytics rebuild")(aggregator.rebuildRound())
   })
-  const aggregate = yield* jobs.whileHeld("analytics-aggregation", tick)
-  yield* periodically("analytics aggregation", aggregate, pollEvery, { untraced: true })
-  yield* periodically(
-    "analytics layout sweep",
-    jobs.oncePerPeriod("analytics-layout-sweep", sweepPeriodMillis, aggregator.sweepLayouts()),
-    sweepEvery
-  )
-}))
+  return [
+    yield* heldJob({
+      name: "analytics aggregation",
+      key: "analytics-aggregation",
+      every: Duration.millis(100),
+      run: tick,
+      dueAt: (now) => Effect.map(Effect.orDie(repo.lag), (lag) => lag.changes > 0 || lag.rebuilding ? now : null)
+    }),
+    yield* periodJob({
+      name: "analytics layout sweep",
+      key: "analytics-layout-sweep",
+      period: Duration.seconds(30),
+      run: aggregator.sweepLayouts()
+    })
+  ] as const
+})
+
+/** The background aggregation in a server. */
+export const AggregatorLive = Layer.scopedDiscard(Effect.flatMap(aggregatorJobs, runJobs))

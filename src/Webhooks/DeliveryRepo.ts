@@ -1,9 +1,10 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Metric, Option, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
 import { WebhookId } from "../Domain/Ids.js"
 import { type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SqlDialect, upToSeq } from "../Sql/Dialect.js"
+import { webhookDeliveries } from "../Telemetry/Metrics.js"
 import { attemptsAllowed, firstFree, intervalMillis, madeFrom } from "./Rate.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
@@ -67,6 +68,20 @@ export interface Claim {
   readonly heldUntil: number | null
 }
 
+const SettledRows = Schema.Array(Schema.Struct({ state: Schema.String }))
+
+/** What became of an attempt, as `webhook_deliveries_total` counts it. */
+type DeliveryOutcome = "delivered" | "retrying" | "given_up" | "disabled"
+
+const byOutcome: Record<DeliveryOutcome, Metric.Metric.Counter<number>> = {
+  delivered: Metric.tagged(webhookDeliveries, "outcome", "delivered"),
+  retrying: Metric.tagged(webhookDeliveries, "outcome", "retrying"),
+  given_up: Metric.tagged(webhookDeliveries, "outcome", "given_up"),
+  disabled: Metric.tagged(webhookDeliveries, "outcome", "disabled")
+}
+
+const countDelivery = (outcome: DeliveryOutcome) => Metric.increment(byOutcome[outcome])
+
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
   readonly deliveryId: number
@@ -78,6 +93,7 @@ export interface Settled {
 const Outlook = Schema.Struct({
   eventsWaiting: Schema.Number,
   due: Schema.NullOr(Schema.Number),
+  upcoming: Schema.NullOr(Schema.Number),
   leased: Schema.NullOr(Schema.Number)
 })
 /** The fan-out cursor and the highest event number of its next batch, none when no event is new. */
@@ -282,18 +298,35 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      */
     const settle = Effect.fn("DeliveryRepo.settle")(
       function*(settled: ReadonlyArray<Settled>) {
+        const outcomes: Array<DeliveryOutcome> = []
         for (const { attempt, deliveryId, next, webhookId } of settled) {
-          yield* webhooks.recordOutcome(webhookId, attempt)
+          const disabled = yield* webhooks.recordOutcome(webhookId, attempt)
           // A delivery whose webhook was switched off meanwhile is not retried.
-          yield* sql`UPDATE deliveries SET attempts = attempts + 1,
+          const rows = yield* sql`UPDATE deliveries SET attempts = attempts + 1,
                        state = CASE WHEN ${next.state} = 'pending' AND EXISTS (
                          SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.disabled_reason IS NOT NULL
                        ) THEN 'given_up' ELSE ${next.state} END,
                        next_attempt_at = ${next.nextAttemptAt}, lease_until = 0, lease_owner = NULL
-                     WHERE id = ${deliveryId} AND lease_owner = ${owner}`
+                     WHERE id = ${deliveryId} AND lease_owner = ${owner}
+                     RETURNING state`.pipe(Effect.flatMap(Schema.decodeUnknown(SettledRows)))
+          const ended = rows[0]?.state === "given_up" && next.state === "pending"
+          outcomes.push(
+            next.state === "delivered"
+              ? "delivered"
+              : Option.isSome(disabled) || ended
+              ? "disabled"
+              : next.state === "pending"
+              ? "retrying"
+              : "given_up"
+          )
         }
+        return outcomes
       },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
+      (effect) =>
+        Effect.orDie(sql.withTransaction(effect)).pipe(
+          // Counted once the outcomes are committed (v1-extensions §X4).
+          Effect.flatMap((outcomes) => Effect.forEach(outcomes, countDelivery, { discard: true }))
+        )
     )
 
     /** Ends a delivery whose webhook was removed; nothing is sent. */
@@ -330,23 +363,25 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
               CASE WHEN (SELECT MAX(seq) FROM events) > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
                 THEN 1 ELSE 0 END AS events_waiting,
               (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND lease_until <= ${now}) AS due,
+              (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND next_attempt_at > ${now}) AS upcoming,
               (SELECT MIN(lease_until) FROM deliveries WHERE state = 'pending' AND lease_until > ${now}) AS leased`
     })
 
     /**
      * What a round would find, in one statement outside any transaction: whether the outbox holds
      * events past the fan-out cursor (`eventsWaiting`), whether a delivery is due at `now`
-     * (`dueNow`; its webhook may still hold it back), and when something may next become
-     * claimable (`wakeAt`: the earliest due delivery or expiring lease). An idle worker's round is
+     * (`dueNow`; its webhook may still hold it back, or be disabled), and when something may next
+     * become claimable after `now` (`wakeAt`: the earliest delivery coming due or lease expiring; a
+     * delivery due already does not hide those coming after it). An idle worker's round is
      * this statement alone, not the fan-out's and the claim's transactions. An event whose
      * transaction is still open is not seen; a later look sees it.
      */
     const outlook = (now: number) =>
       outlookQuery(now).pipe(
-        Effect.map(({ due, eventsWaiting, leased }) => ({
+        Effect.map(({ due, eventsWaiting, leased, upcoming }) => ({
           eventsWaiting: eventsWaiting === 1,
           dueNow: due !== null && due <= now,
-          wakeAt: due === null ? leased : leased === null ? due : Math.min(due, leased)
+          wakeAt: upcoming === null ? leased : leased === null ? upcoming : Math.min(upcoming, leased)
         })),
         Effect.orDie
       )
