@@ -71,9 +71,11 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
     const write = <A, R>(
       id: SurveyId,
       ifMatch: string | undefined,
-      change: (survey: SurveyRow, next: string) => Effect.Effect<A, ChangeError, R>
+      change: (survey: SurveyRow, next: string) => Effect.Effect<A, ChangeError, R>,
+      lockFirst: Effect.Effect<void, DatabaseError> = Effect.void
     ) =>
       transactions.within(Effect.gen(function*() {
+        yield* lockFirst
         const survey = yield* access.require(id)
         if (!ifMatchAdmits(ifMatch, etagOf(survey.updatedAt))) return yield* stale()
         const next = nextUpdatedAt(yield* Clock.currentTimeMillis, survey.updatedAt)
@@ -153,9 +155,10 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
     const replaceQuestions = Effect.fn("Authoring.replaceQuestions")(
       function*(id: SurveyId, ifMatch: string | undefined, inputs: ReadonlyArray<QuestionInput>) {
         const writes = yield* writesOf(inputs)
+        // The survey's row locked first, then read: saves in flight are done, and the version read
+        // is the one to claim.
         return yield* write(id, ifMatch, (survey, next) =>
           Effect.gen(function*() {
-            yield* repo.lockQuestions(survey.id)
             yield* claim(survey, next)
             const before = signatureOf(yield* aggregates.questionsOf(survey.id))
             yield* storeQuestions(survey, writes)
@@ -165,7 +168,7 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
             const after = signatureOf(yield* aggregates.questionsOf(survey.id))
             if (after !== before) yield* rebuilds.request(survey.id, after, toIso(yield* Clock.currentTimeMillis))
             return { survey: yield* reread(survey.id), questions: yield* questions.listWire(survey.id) }
-          }))
+          }), repo.lockQuestions(id))
       }
     )
 
