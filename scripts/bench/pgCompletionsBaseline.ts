@@ -52,7 +52,8 @@ import { addressKey } from "../../src/Respondents/RespondentLimits.js"
 import { RESPONDENT_TOKEN_HOURS } from "../../src/Respondents/RespondentTokens.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "../../src/Responses/AnswerValidation.js"
 import { answerOrder, answersJson, responseJson } from "../../src/Responses/AnswerWire.js"
-import { MAX_TEXT_LENGTH, Submission } from "../../src/Responses/Submission.js"
+import { MAX_TEXT_LENGTH } from "../../src/Domain/Response.js"
+import { Submission } from "../../src/Responses/Submission.js"
 import { makeRespondentLimits } from "./PgRespondentLimits.js"
 
 const { values: args } = parseArgs({
