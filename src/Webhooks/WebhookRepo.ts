@@ -6,6 +6,7 @@ import { afterRotation, DisabledReason, type PreviousSecret, PreviousSecrets } f
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { firstFree, intervalMillis } from "./Rate.js"
+import { expiredSecretsPurge } from "./SecretPurge.js"
 
 /** A configured endpoint as stored: `disabledReason` is null while it is enabled. */
 const WebhookRow = Schema.Struct({
@@ -354,6 +355,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       return rows.length
     })
 
-    return { find, put, rotate, takeSlot, remove, recordAttempt, recordOutcome, logOutcome, attempts, purgeAttempts } as const
+    const purgeExpiredSecrets = expiredSecretsPurge(sql)
+
+    return { find, put, rotate, takeSlot, remove, recordAttempt, recordOutcome, logOutcome, attempts, purgeAttempts, purgeExpiredSecrets } as const
   })
 }) {}
