@@ -3,6 +3,7 @@ import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
+import { withRedactedHeaders } from "./Telemetry/SecretUrls.js"
 import { Api } from "./Api.js"
 import { Authoring } from "./Authoring/Authoring.js"
 import { AuthoringRepo } from "./Authoring/AuthoringRepo.js"
@@ -195,7 +196,7 @@ const makeHttp = <E, R>(apiLive: Layer.Layer<HttpApi.Api, E, R>) => Layer.unwrap
   // Without an exporter, request, handler and SQL spans would reach nobody; building them took
   // about a fifth of a small read's CPU (docs/architecture.md#tracing-off-without-an-exporter). Logs keep the request id.
   return traced
-    ? served
+    ? withRedactedHeaders(served)
     : served.pipe(
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.locally(FiberRef.currentTracerEnabled, false)
