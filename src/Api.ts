@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./Analytics/Api.js"
 import { AuthoringApi } from "./Authoring/Api.js"
+import { KeyApi } from "./Auth/KeyApi.js"
 import { EmbedSessionsApi } from "./Embeds/Api.js"
 import { ErasuresApi } from "./Erasures/Api.js"
 import { describeWireErrors } from "./Http/OpenApiWire.js"
@@ -23,6 +24,7 @@ export class Api extends HttpApi.make("survey-service")
   .add(WorkspaceWebhooksApi)
   .add(ErasuresApi)
   .add(AuthoringApi)
+  .add(KeyApi)
   .prefix("/api/v1")
   // Outside /api/v1 (added after the prefix): the respondent API of the survey pages.
   .add(RespondentApi)

@@ -14,6 +14,7 @@ import { JobLeases } from "./Background/JobLeases.js"
 import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
+import { KeyLive } from "./Auth/KeyHttp.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
 import { AppConfig, type AppSettings, DEFAULT_HOST } from "./Config.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
@@ -168,6 +169,7 @@ const groupsLive = [
   WebhooksHttpLive,
   ErasuresLive,
   AuthoringLive,
+  KeyLive,
   RespondentHttpLive
 ] as const
 

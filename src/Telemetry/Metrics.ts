@@ -17,7 +17,11 @@ export const httpRequestDuration = Metric.histogram(
   "Time to answer a request, in milliseconds, by route template, method and status"
 )
 
-/** Finished webhook delivery attempts, tagged `outcome`: `delivered`, `retrying` or `given_up`. */
+/**
+ * Finished webhook delivery attempts, tagged `outcome`: `delivered`, `retrying`, `given_up` (the
+ * last of the schedule failed) or `disabled` (the attempt switched its webhook off, a 410 or the
+ * fifth day of failures, or its webhook was switched off meanwhile).
+ */
 export const webhookDeliveries = Metric.counter("webhook.deliveries", {
   description: "Webhook delivery attempts by outcome",
   incremental: true

@@ -152,6 +152,9 @@ const recoverDescription =
 
 const LogParams = Schema.Struct({ limit: Schema.optional(Limit) })
 
+const enableDescription =
+  "Switches a webhook that was disabled (a 410 answer, or 5 days of failures) on again, with its signing secret, event filter and rate unchanged and a clean record of failures; `disabledReason` is then null. On an enabled webhook it changes nothing. Deliveries that ended while it was off are not sent by this: recover their window. 400 when no webhook is configured."
+
 export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}/webhook`
@@ -168,6 +171,26 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Register or replace the survey's webhook; rotates the signing secret")
+  )
+  .add(
+    HttpApiEndpoint.del("delete")`/surveys/${SurveyIdParam}/webhook`
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
+      .annotate(OpenApi.Summary, "Stop the survey's deliveries and discard its webhook's secrets")
+      .annotate(
+        OpenApi.Description,
+        "Pending deliveries end unsent; the delivery log stays readable until it is purged; a later PUT registers a new webhook. 204 also when none was configured."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("enable")`/surveys/${SurveyIdParam}/webhook/enable`
+      .addSuccess(WebhookSettings)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
+      .addError(NotFound.Wire)
+      .annotate(OpenApi.Summary, "Enable the survey's disabled webhook again, keeping its secret, events and rate")
+      .annotate(OpenApi.Description, enableDescription)
   )
   .add(
     HttpApiEndpoint.post("test")`/surveys/${SurveyIdParam}/webhook/test`
@@ -243,6 +266,14 @@ export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
       .addSuccess(Schema.Void, { status: 204 })
       .addError(Forbidden.Wire)
       .annotate(OpenApi.Summary, "Stop workspace-wide delivery and discard its secret")
+  )
+  .add(
+    HttpApiEndpoint.post("enable", "/webhooks/enable")
+      .addSuccess(WebhookSettings)
+      .addError(InvalidRequest.Wire)
+      .addError(Forbidden.Wire)
+      .annotate(OpenApi.Summary, "Enable the disabled workspace webhook again, keeping its secret, events and rate")
+      .annotate(OpenApi.Description, enableDescription)
   )
   .add(
     HttpApiEndpoint.post("test", "/webhooks/test")

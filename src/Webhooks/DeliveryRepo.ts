@@ -1,9 +1,10 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Metric, Option, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
 import { WebhookId } from "../Domain/Ids.js"
 import { type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SqlDialect, upToSeq } from "../Sql/Dialect.js"
+import { webhookDeliveries } from "../Telemetry/Metrics.js"
 import { attemptsAllowed, firstFree, intervalMillis, madeFrom } from "./Rate.js"
 import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
 
@@ -66,6 +67,20 @@ export interface Claim {
   readonly rows: ReadonlyArray<ClaimedDelivery>
   readonly heldUntil: number | null
 }
+
+const SettledRows = Schema.Array(Schema.Struct({ state: Schema.String }))
+
+/** What became of an attempt, as `webhook_deliveries_total` counts it. */
+type DeliveryOutcome = "delivered" | "retrying" | "given_up" | "disabled"
+
+const byOutcome: Record<DeliveryOutcome, Metric.Metric.Counter<number>> = {
+  delivered: Metric.tagged(webhookDeliveries, "outcome", "delivered"),
+  retrying: Metric.tagged(webhookDeliveries, "outcome", "retrying"),
+  given_up: Metric.tagged(webhookDeliveries, "outcome", "given_up"),
+  disabled: Metric.tagged(webhookDeliveries, "outcome", "disabled")
+}
+
+const countDelivery = (outcome: DeliveryOutcome) => Metric.increment(byOutcome[outcome])
 
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
@@ -282,18 +297,35 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      */
     const settle = Effect.fn("DeliveryRepo.settle")(
       function*(settled: ReadonlyArray<Settled>) {
+        const outcomes: Array<DeliveryOutcome> = []
         for (const { attempt, deliveryId, next, webhookId } of settled) {
-          yield* webhooks.recordOutcome(webhookId, attempt)
+          const disabled = yield* webhooks.recordOutcome(webhookId, attempt)
           // A delivery whose webhook was switched off meanwhile is not retried.
-          yield* sql`UPDATE deliveries SET attempts = attempts + 1,
+          const rows = yield* sql`UPDATE deliveries SET attempts = attempts + 1,
                        state = CASE WHEN ${next.state} = 'pending' AND EXISTS (
                          SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.disabled_reason IS NOT NULL
                        ) THEN 'given_up' ELSE ${next.state} END,
                        next_attempt_at = ${next.nextAttemptAt}, lease_until = 0, lease_owner = NULL
-                     WHERE id = ${deliveryId} AND lease_owner = ${owner}`
+                     WHERE id = ${deliveryId} AND lease_owner = ${owner}
+                     RETURNING state`.pipe(Effect.flatMap(Schema.decodeUnknown(SettledRows)))
+          const ended = rows[0]?.state === "given_up" && next.state === "pending"
+          outcomes.push(
+            next.state === "delivered"
+              ? "delivered"
+              : Option.isSome(disabled) || ended
+              ? "disabled"
+              : next.state === "pending"
+              ? "retrying"
+              : "given_up"
+          )
         }
+        return outcomes
       },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
+      (effect) =>
+        Effect.orDie(sql.withTransaction(effect)).pipe(
+          // Counted once the outcomes are committed (v1-extensions §X4).
+          Effect.flatMap((outcomes) => Effect.forEach(outcomes, countDelivery, { discard: true }))
+        )
     )
 
     /** Ends a delivery whose webhook was removed; nothing is sent. */

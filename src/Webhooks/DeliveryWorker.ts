@@ -4,7 +4,7 @@ import { leaseMillisOf, releaseOrLapse } from "../Background/JobLeases.js"
 import { parked, waiting, working } from "../Background/LoopRounds.js"
 import { periodically, registerLoop, supervise } from "../Background/Supervise.js"
 import { AppConfig } from "../Config.js"
-import { oldestDueDeliveryAge, outboxDepth, webhookDeliveries } from "../Telemetry/Metrics.js"
+import { oldestDueDeliveryAge, outboxDepth } from "../Telemetry/Metrics.js"
 import { attemptOnce } from "./Attempt.js"
 import { honouredSecrets } from "../Domain/Webhook.js"
 import { type ClaimedDelivery, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
@@ -13,12 +13,6 @@ import { nextAttemptAt } from "./RetrySchedule.js"
 import type { AttemptOutcome } from "./Sender.js"
 import type { Signer } from "./Signer.js"
 import { Slots } from "./Slots.js"
-
-const byOutcome = {
-  delivered: Metric.tagged(webhookDeliveries, "outcome", "delivered"),
-  pending: Metric.tagged(webhookDeliveries, "outcome", "retrying"),
-  given_up: Metric.tagged(webhookDeliveries, "outcome", "given_up")
-}
 
 /** One attempt of a claimed delivery and where the retry schedule moves it; none once its webhook is gone. */
 export const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row: ClaimedDelivery) {
@@ -45,7 +39,6 @@ export const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row
         onSome: (at) => ({ state: "pending" as const, nextAttemptAt: at })
       }
     )
-  yield* Metric.increment(byOutcome[next.state])
   return Option.some<Settled>({
     deliveryId: row.id,
     webhookId: row.webhookId,

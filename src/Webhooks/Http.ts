@@ -103,11 +103,25 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         return yield* new InvalidRequest({ message: `${none}; ${put} first.` })
       }
       if (Option.isSome(found.value.disabledReason)) {
+        const enable = surveyId === null ? "POST /webhooks/enable" : `POST /surveys/${surveyId}/webhook/enable`
         return yield* new InvalidRequest({
-          message: `The webhook was disabled (${found.value.disabledReason.value}); ${put} enables it again.`
+          message: `The webhook was disabled (${found.value.disabledReason.value}); ${enable} enables it again.`
         })
       }
       return found.value
+    })
+
+  /** v1-extensions §X1.4a: a disabled webhook delivers again with its secret, events and rate; 400 without one. */
+  const enable = (workspaceId: WorkspaceId, surveyId: SurveyId | null) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const found = yield* repo.enable({ workspaceId, surveyId, now })
+      if (Option.isNone(found)) {
+        const put = surveyId === null ? "PUT /webhooks" : `PUT /surveys/${surveyId}/webhook`
+        const none = surveyId === null ? "No workspace webhook is configured" : "This survey has no webhook"
+        return yield* new InvalidRequest({ message: `${none}; ${put} registers one.` })
+      }
+      return yield* settings(workspaceId, surveyId)
     })
 
   /** One signed `webhook.test` attempt (api-v1 §4.7, v1-extensions §X1.6), logged; never filtered. */
@@ -242,6 +256,9 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
           }))
         .handle("deliveries", ({ path, urlParams }) =>
           Effect.flatMap(access.require(path.id), (survey) => log(survey.workspaceId, survey.id, urlParams.limit)))
+        .handle("delete", ({ path }) =>
+          Effect.flatMap(access.require(path.id), (survey) => Effect.asVoid(repo.remove(survey.workspaceId, survey.id))))
+        .handle("enable", ({ path }) => Effect.flatMap(access.require(path.id), (survey) => enable(survey.workspaceId, survey.id)))
         .handle("test", ({ path }) =>
           Effect.gen(function*() {
             const survey = yield* access.require(path.id)
@@ -275,6 +292,7 @@ export const WebhooksHttpLive = Layer.unwrapEffect(Effect.gen(function*() {
             const key = yield* requireWorkspaceKey
             yield* repo.remove(key.workspaceId, null)
           }))
+        .handle("enable", () => Effect.flatMap(requireWorkspaceKey, (key) => enable(key.workspaceId, null)))
         .handle("test", () =>
           Effect.gen(function*() {
             const key = yield* requireWorkspaceKey

@@ -225,15 +225,41 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )
 
-    /** Removes a scope's endpoint; its pending deliveries are dropped with it. */
+    /**
+     * Enables a scope's disabled webhook again with its secrets, event types and rate as they are,
+     * and a clean record of failures (v1-extensions §X1.4a). Answers whether the scope has a
+     * webhook and, when it was disabled, the reason it no longer has.
+     */
+    const enable = Effect.fn("WebhookRepo.enable")(
+      function*(input: { workspaceId: WorkspaceId; surveyId: SurveyId | null; now: number }) {
+        yield* lockScope(input)
+        const existing = yield* findScope(input)
+        if (Option.isNone(existing)) return Option.none<Option.Option<DisabledReason>>()
+        const reason = existing.value.disabledReason
+        if (reason === null) return Option.some(Option.none<DisabledReason>())
+        yield* sql`UPDATE webhooks SET disabled_reason = NULL, failing_since = NULL, updated_at = ${toIso(input.now)}
+                   WHERE id = ${existing.value.id}`
+        yield* Effect.logInfo("webhook enabled").pipe(
+          Effect.annotateLogs({ webhookId: existing.value.id, surveyId: input.surveyId ?? "", wasDisabled: reason })
+        )
+        return Option.some(Option.some(reason))
+      },
+      (effect) => Effect.orDie(sql.withTransaction(effect))
+    )
+
+    /** Removes a scope's endpoint; its pending deliveries are dropped with it. Answers whether there was one. */
     const remove = Effect.fn("WebhookRepo.remove")(
       function*(workspaceId: WorkspaceId, surveyId: SurveyId | null) {
         yield* lockScope({ workspaceId, surveyId })
         const existing = yield* findScope({ workspaceId, surveyId })
-        if (Option.isNone(existing)) return
+        if (Option.isNone(existing)) return false
         yield* sql`UPDATE deliveries SET state = 'given_up', lease_until = 0
                    WHERE webhook_id = ${existing.value.id} AND state = 'pending'`
         yield* sql`DELETE FROM webhooks WHERE id = ${existing.value.id}`
+        yield* Effect.logInfo("webhook removed").pipe(
+          Effect.annotateLogs({ webhookId: existing.value.id, surveyId: surveyId ?? "" })
+        )
+        return true
       },
       (effect) => Effect.orDie(sql.withTransaction(effect))
     )
@@ -357,6 +383,19 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
 
     const purgeExpiredSecrets = expiredSecretsPurge(sql)
 
-    return { find, put, rotate, takeSlot, remove, recordAttempt, recordOutcome, logOutcome, attempts, purgeAttempts, purgeExpiredSecrets } as const
+    return {
+      find,
+      put,
+      rotate,
+      takeSlot,
+      enable,
+      remove,
+      recordAttempt,
+      recordOutcome,
+      logOutcome,
+      attempts,
+      purgeAttempts,
+      purgeExpiredSecrets
+    } as const
   })
 }) {}
