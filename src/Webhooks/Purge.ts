@@ -11,7 +11,7 @@ export const attemptRetention = Duration.days(30)
 /**
  * Deletes the attempts past retention, the events past theirs (kept 30 days for redelivery,
  * v1-extensions §X1.2) with their finished deliveries, and the replaced signing secrets past their
- * overlap (src/Webhooks/SecretPurge.ts); answers how many attempts.
+ * overlap (src/Webhooks/SecretPurgeSql.ts); answers how many attempts.
  */
 export const purgeOnce = Effect.gen(function*() {
   const repo = yield* WebhookRepo

@@ -6,7 +6,7 @@ import { afterRotation, DisabledReason, type PreviousSecret, PreviousSecrets } f
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { firstFree, intervalMillis } from "./Rate.js"
-import { expiredSecretsPurge } from "./SecretPurge.js"
+import { expiredSecretsPurge } from "./SecretPurgeSql.js"
 
 /** A configured endpoint as stored: `disabledReason` is null while it is enabled. */
 const WebhookRow = Schema.Struct({
