@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process"
 import { existsSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { defineConfig } from "vitest/config"
@@ -13,6 +14,14 @@ const hasPostgres = process.env.PG_BIN !== undefined ||
 const withPostgres = hasPostgres || process.env.CI === "true"
 if (!withPostgres) {
   console.warn("Skipping the PostgreSQL pass: no initdb under /usr/lib/postgresql (apt-get install postgresql, or set PG_BIN).")
+}
+
+// The console's front end is built first: the server serves it from the module the build writes
+// (scripts/build-console.ts).
+// Once a run: the configuration is read again for each project.
+if (process.env.CONSOLE_BUILT !== "1") {
+  execFileSync(process.execPath, [join(import.meta.dirname, "scripts/build-console.ts")], { stdio: "inherit" })
+  process.env.CONSOLE_BUILT = "1"
 }
 
 export default defineConfig({

@@ -16,7 +16,9 @@ trap cleanup EXIT
 up=false
 for _attempt in 1 2 3; do
   port=$((20000 + RANDOM % 20000))
-  LOG_FORMAT=json ./dist/survey-service serve --port "$port" --db "$db" >"$work/server.log" 2>&1 &
+  # A copy of the binary, run outside the source tree: it needs none of its files.
+  cp dist/survey-service "$work/survey-service"
+  (cd "$work" && LOG_FORMAT=json exec ./survey-service serve --port "$port" --db "$db") >"$work/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
     if curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then up=true; break; fi
@@ -47,4 +49,17 @@ grep -q '<svg' <<<"$asset" || { echo "the demo asset is missing" >&2; exit 1; }
 # The API reference page carries Scalar's script, embedded in the binary as a file.
 docs=$(curl -fs "http://127.0.0.1:$port/docs")
 grep -q 'Minified by jsDelivr' <<<"$docs" || { echo "the /docs page lacks its script" >&2; exit 1; }
+# The console: its page under a strict CSP, and its script and style, carried in the binary.
+console_headers=$(curl -fsS -D - -o "$work/console.html" "http://127.0.0.1:$port/console")
+grep -qi "^content-security-policy: default-src 'none'; script-src 'self';.*frame-ancestors 'none'" <<<"$console_headers" ||
+  { echo "the console page lacks its CSP" >&2; exit 1; }
+script=$(grep -o '/console/console.js?v=[0-9a-f]*' "$work/console.html") || { echo "the console page names no script" >&2; exit 1; }
+curl -fs "http://127.0.0.1:$port$script" | grep -q 'survey-console-key' || { echo "the console script is missing" >&2; exit 1; }
+curl -fs "http://127.0.0.1:$port/console/console.css" | grep -q 'focus-visible' || { echo "the console style is missing" >&2; exit 1; }
+# Opened in Chromium, the console's script runs under that CSP and renders the sign-in form.
+if command -v chromium >/dev/null 2>&1; then
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$work/chromium" \
+    --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$port/console" 2>/dev/null | grep -q 'id="api-key"' ||
+    { echo "the console did not render in Chromium" >&2; exit 1; }
+fi
 echo "binary smoke test: ok"

@@ -1,7 +1,7 @@
-import { type HttpApi, HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServer } from "@effect/platform"
 import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
-import { Aggregator, AggregatorLive } from "./Analytics/Aggregator.js"
+import { Aggregator } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { withRedactedHeaders } from "./Telemetry/SecretUrls.js"
 import { Api } from "./Api.js"
@@ -11,8 +11,11 @@ import { AuthoringLive } from "./Authoring/Http.js"
 import { Drain, DrainOnShutdownLive } from "./Background/Drain.js"
 import { HeapBoundLive } from "./Background/HeapBound.js"
 import { JobLeases } from "./Background/JobLeases.js"
+import { RoundGate } from "./Background/Jobs.js"
+import { BackgroundJobs, RunBackgroundJobsLive } from "./BackgroundJobs.js"
 import { LoopRounds } from "./Background/LoopRounds.js"
 import { ApiKeyRepo } from "./Auth/ApiKeyRepo.js"
+import { ConsoleRoutes } from "./Console/Routes.js"
 import { AuthorizationLive } from "./Auth/Authorization.js"
 import { KeyLive } from "./Auth/KeyHttp.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
@@ -21,7 +24,7 @@ import { EmbedSessions } from "./Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "./Embeds/Http.js"
 import { ErasuresLive } from "./Erasures/Http.js"
 import { Outbox } from "./Events/OutboxRepo.js"
-import { Idempotency, IdempotencyPurgeLive } from "./Http/Idempotency.js"
+import { Idempotency } from "./Http/Idempotency.js"
 import { idleTimeoutFor } from "./Http/IdleTimeout.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
@@ -36,7 +39,7 @@ import { QuestionsLive } from "./Questions/Http.js"
 import { QuestionRepo } from "./Questions/QuestionRepo.js"
 import { RespondentAuthLive, RespondentHttpLive } from "./Respondents/Http.js"
 import { RespondentLimits } from "./Respondents/RespondentLimits.js"
-import { RespondentPurge, RespondentPurgeLive } from "./Respondents/RespondentPurge.js"
+import { RespondentPurge } from "./Respondents/RespondentPurge.js"
 import { RespondentTokenRepo } from "./Respondents/RespondentTokenRepo.js"
 import { RespondentTokens } from "./Respondents/RespondentTokens.js"
 import { RespondentRoutes } from "./Respondents/Routes.js"
@@ -63,7 +66,7 @@ import { SurveyRepo } from "./Surveys/SurveyRepo.js"
 import { ClockAdvance } from "./TestClock/Advance.js"
 import { TestClockServiceApi } from "./TestClock/Api.js"
 import { clockMark } from "./TestClock/ClockMarkRepo.js"
-import { TestClockHttpLive } from "./TestClock/Http.js"
+import { TestClockHttpLive, withTestClockHeader } from "./TestClock/Http.js"
 import { SimulatedClock } from "./TestClock/SimulatedClock.js"
 import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
 import { DeliverySettings } from "./Webhooks/DeliverySettings.js"
@@ -184,15 +187,18 @@ const TestClockApiLive = HttpApiBuilder.api(TestClockServiceApi).pipe(
   Layer.provide(handlerMiddlewareLive)
 )
 
-/** The HTTP surface over the handlers of `apiLive`. */
-const makeHttp = <E, R>(apiLive: Layer.Layer<HttpApi.Api, E, R>) => Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) => {
+/** The HTTP surface over the handlers of `apiLive`, each answer passed through `answer`. */
+const makeHttp = <E, R>(
+  apiLive: Layer.Layer<HttpApi.Api, E, R>,
+  answer: <AE, AR>(app: HttpApp.Default<AE, AR>) => HttpApp.Default<AE, AR> = (app) => app
+) => Layer.unwrapEffect(Effect.map(tracingEnabled, (traced) => {
   const served = Layer.unwrapEffect(
     // Not `HttpApiBuilder.serve(middleware)`: the server applies that middleware outside its own
     // error handling, where the documented bodies for unmatched routes could no longer be set.
     Effect.gen(function*() {
       const app = yield* HttpApiBuilder.httpApp
       const drain = yield* Drain
-      return HttpServer.serve(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain))
+      return HttpServer.serve(answer(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain)))
     })
   )
   // Without an exporter, request, handler and SQL spans would reach nobody; building them took
@@ -210,6 +216,7 @@ const makeHttp = <E, R>(apiLive: Layer.Layer<HttpApi.Api, E, R>) => Layer.unwrap
   Layer.provide(HealthLive),
   Layer.provide(ReadinessLive),
   Layer.provide(RespondentRoutes),
+  Layer.provide(ConsoleRoutes),
   Layer.provide(RequestErrorsLive),
   Layer.provide(apiLive),
   HttpServer.withLogAddress
@@ -221,16 +228,10 @@ const makeHttp = <E, R>(apiLive: Layer.Layer<HttpApi.Api, E, R>) => Layer.unwrap
  */
 export const HttpLive = makeHttp(ApiLive)
 
-/** Everything that runs in the background of a server. */
-export const BackgroundLive = Layer.mergeAll(
-  DeliveryWorkerLive,
-  PurgeLive,
-  AggregatorLive,
-  RespondentPurgeLive,
-  IdempotencyPurgeLive
-)
+/** Everything that runs in the background of a server: every job of src/BackgroundJobs.ts on its loop. */
+export const BackgroundLive = RunBackgroundJobsLive.pipe(Layer.provide(BackgroundJobs.Default))
 
-/** Only the webhook delivery worker and its attempt purge. */
+/** Only the webhook delivery worker and its attempt purge (for tests and benchmarks of webhooks alone). */
 export const WebhookBackgroundLive = Layer.mergeAll(DeliveryWorkerLive, PurgeLive)
 
 export interface ServeParts {
@@ -283,21 +284,24 @@ export const ServerLive = (settings: AppSettings, serve: ReturnType<typeof makeS
   )
 
 /**
- * The server on a simulated clock (v1-extensions §X5.1), with the test clock's endpoints and
- * without the background loops: advancing the clock runs their work in due order
- * (src/TestClock/Advance.ts). Needs the core; the process runs on `simulated`'s `Clock`.
+ * The server on a simulated clock (v1-extensions §X5.1), with the test clock's endpoints and its
+ * `Test-Clock` header. The background jobs run on their loops as they would at the simulated
+ * instant while the clock stands; advancing the clock holds the loops' rounds back and runs the
+ * same jobs' rounds in due order up to the new instant (src/TestClock/Advance.ts). Needs the core;
+ * the process runs on `simulated`'s `Clock`.
  */
-export const TestClockServerLive = (settings: AppSettings, simulated: SimulatedClock["Type"]) =>
-  ServerLive(
+export const TestClockServerLive = (settings: AppSettings, simulated: SimulatedClock["Type"]) => {
+  const clock = Layer.succeed(SimulatedClock, simulated)
+  const jobs = BackgroundJobs.Default.pipe(Layer.provideMerge(Layer.effect(RoundGate, RoundGate.make)))
+  const advance = ClockAdvance.Default.pipe(Layer.provideMerge(jobs), Layer.provideMerge(clock))
+  return ServerLive(
     settings,
     makeServe({
       background: Layer.empty,
-      http: makeHttp(TestClockApiLive).pipe(
-        Layer.provide(ClockAdvance.Default),
-        Layer.provide(Layer.succeed(SimulatedClock, simulated))
-      )
+      http: Layer.mergeAll(makeHttp(TestClockApiLive, withTestClockHeader), RunBackgroundJobsLive).pipe(Layer.provide(advance))
     })
   )
+}
 
 /** The core for settings read once: what every command runs on. */
 export const CoreFor = (settings: AppSettings) => CoreLive.pipe(Layer.provideMerge(Layer.succeed(AppConfig, settings)))

@@ -4,7 +4,6 @@ import { Effect, Option, Schema } from "effect"
 import type { Position } from "../src/Domain/Cursor.js"
 import type { ResponseStatusFilter } from "../src/Domain/Response.js"
 import { answersOfResponses } from "../src/Responses/AnswerSql.js"
-import { boundStatement } from "../src/Responses/ChangeClockRepo.js"
 import { byIdStatement, pageStatement, withAnswers } from "../src/Responses/ResponseRepo.js"
 import { toNumbered } from "../src/Sql/Dialect.js"
 import { decodeAs, TestDatabase, testDatabase } from "./support/TestServer.js"
@@ -200,22 +199,6 @@ describe.runIf(testDatabase === "postgres")("on PostgreSQL", () =>
         }
         const latest = yield* pgPlan(`SELECT MAX(updated_at) FROM responses WHERE survey_id = ?`, ["s"])
         expect(latest).toMatch(/Index (Only )?Scan (Backward )?using responses_by(_status)?_updated on responses/)
-      }))
-
-    it.effect("a page by updatedAt stops at the change clock's bound within the same index walk, and the bound is a seek", () =>
-      Effect.gen(function*() {
-        for (const after of [Option.none(), cursor]) {
-          const bounded = pageStatement(
-            { surveyId: SurveyId.make("s"), status: "all", order: "updatedAt", from: "t", after, limit: 101 },
-            "u"
-          )
-          const plan = yield* pgPlan(bounded.text, bounded.params)
-          expectPgIndexed(plan, "responses_by_updated")
-          expect(plan).toMatch(/Index Cond: \(.*updated_at <= .*\)/)
-        }
-        const bound = yield* pgPlan(boundStatement, ["s"])
-        expect(bound).toMatch(/Index (Only )?Scan (Backward )?using responses_by(_status)?_updated on responses/)
-        expect(bound).not.toMatch(/Seq Scan on responses/)
       }))
 
     it.effect("a response by id, and a page again with its stale answers, in one statement: index scans only", () =>

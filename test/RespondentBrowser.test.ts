@@ -2,17 +2,15 @@ import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { chromium, type FrameLocator, type Page } from "playwright-core"
+import { existsSync, mkdirSync } from "node:fs"
+import type { FrameLocator, Page } from "playwright-core"
 import { EventEnvelope } from "../src/Domain/Event.js"
 import { ResponsePage } from "../src/Responses/Api.js"
+import { browserContext, CHROMIUM } from "./support/Browser.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
 
-const CHROMIUM = "/usr/bin/chromium"
 const hasChromium = existsSync(CHROMIUM)
 if (!hasChromium) {
   console.warn(`Skipping the survey page browser test: ${CHROMIUM} is missing (CI installs Debian's chromium).`)
@@ -21,27 +19,6 @@ if (!hasChromium) {
 const EmbedSessionBody = Schema.Struct({ embedUrl: Schema.String })
 /** A page of responses as the API encodes it. */
 const ResponsesBody = Schema.encodedSchema(ResponsePage)
-
-/** A real headless Chromium with a fresh profile, closed (and its profile removed) with the scope. */
-const browserContext = (viewport: { width: number; height: number }) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const profile = mkdtempSync(join(tmpdir(), "survey-chromium-"))
-      const context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-        viewport,
-        locale: "en-US"
-      })
-      return { context, profile }
-    }),
-    ({ context, profile }) =>
-      Effect.promise(async () => {
-        await context.close()
-        rmSync(profile, { recursive: true, force: true })
-      })
-  ).pipe(Effect.map(({ context }) => context))
 
 /** The integrator's page: another origin (its own server) that frames the embed URL. */
 const hostPage = Effect.acquireRelease(

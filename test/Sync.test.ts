@@ -5,13 +5,11 @@ import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
 import { toIso } from "../src/Domain/Time.js"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { answerDocument } from "../src/Responses/AnswerDocumentRepo.js"
-import { boundStatement, type Change, ChangeClockRepo } from "../src/Responses/ChangeClockRepo.js"
+import { type Change, ChangeClockRepo } from "../src/Responses/ChangeClockRepo.js"
 import { ResponseRepo } from "../src/Responses/ResponseRepo.js"
-import { Reader } from "../src/Sql/Reader.js"
-import { SurveyRepo } from "../src/Surveys/SurveyRepo.js"
 import { Transactions } from "../src/Sql/Transactions.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
+import { outsideConnection, waitingOrDone } from "./support/OutsideConnection.js"
 import { bodyOf, call, decodeAs, get, testDatabase, TestServer } from "./support/TestServer.js"
 
 /** A page of responses as the API encodes it. */
@@ -339,11 +337,11 @@ layer(TestServer(baseFixture))("sync by change, polled", (it) => {
 const at = (iso: string, plusMillis = 0) => new Date(Date.parse(iso) + plusMillis).toISOString()
 
 /**
- * A save of the survey held open after its change clock's statements (the announcing read of the
- * survey and the stamp), as a save still writing its events would be: answers its instant, and
- * commits when `release` is done.
- * A new response is inserted first and counted last, as ResponseWriter does. The scope's end
- * releases it too, so that a failed test leaves no transaction open.
+ * A save of the survey held open after its stamp, as a save still writing its events would be:
+ * answers its instant once stamped, and commits when `release` is done. A new response is
+ * inserted first and counted last, as ResponseWriter does. The scope's end releases it too, so
+ * that a failed test leaves no transaction open. `stamped` is done once the stamp answered, which
+ * on PostgreSQL waits while another save of the survey holds its clock.
  */
 const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<void>) =>
   Effect.gen(function*() {
@@ -354,11 +352,7 @@ const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<
     const sql = yield* SqlClient.SqlClient
     const stamped = yield* Deferred.make<string>()
     const draftedAt = toIso(yield* Clock.currentTimeMillis)
-    const surveys = yield* SurveyRepo
     const fiber = yield* Effect.fork(transactions.within(Effect.gen(function*() {
-      // The save's read of its survey announces it, as ResponseWriter's does.
-      const survey = yield* surveys.findWithQuestionsAnnouncing(SurveyId.make(change.surveyId))
-      const announced = Option.getOrUndefined(survey)?.announced
       if (change.created) {
         yield* sql`INSERT INTO responses ${
           sql.insert({
@@ -374,11 +368,11 @@ const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<
       const found = yield* responses.findWithAnswers(SurveyId.make(change.surveyId), ResponseId.make(change.responseId))
       const answers = Option.match(found, { onNone: () => [], onSome: (saved) => saved.answers })
       const rendering = answerDocument(change.responseId, answers)
-      yield* Deferred.succeed(stamped, yield* clock.stamp({ ...change, rendering }, announced))
+      yield* Deferred.succeed(stamped, yield* clock.stamp({ ...change, rendering }))
       yield* Deferred.await(release)
       if (change.created) yield* clock.countingCreated(change.surveyId)
     })).pipe(Effect.orDie))
-    return { instant: yield* Deferred.await(stamped), fiber } as const
+    return { stamped, fiber } as const
   })
 
 /** Every page of a walk by `updatedAfter=from`, `limit` at a time. */
@@ -418,90 +412,87 @@ const twoSaved = (surveyId: string, laterMillis: number) =>
     return { question, token, a, b } as const
   })
 
-// PostgreSQL only: there saves of one survey run at once; on SQLite one writer at a time.
+// PostgreSQL only: there a save holds its survey's clock row from its stamp to commit, and the
+// survey's next save waits for it; on SQLite one writer at a time.
 describe.runIf(testDatabase === "postgres")("sync by change while saves of the survey are in flight on PostgreSQL", () => {
-  it.effect("a walk lists nothing at or after the instant of a save still committing; the next poll finds it", () =>
+  it.effect("a walk lists what is committed; the survey's next save waits its turn and takes a later instant", () =>
     Effect.gen(function*() {
-      const { a, b, question, token } = yield* twoSaved("srv_flight_walk", 1000)
+      const { a, b } = yield* twoSaved("srv_flight_walk", 1000)
+      const observer = yield* outsideConnection
 
       yield* TestClock.setTime(Date.parse(at(start, 2000)))
       const release = yield* Deferred.make<void>()
       const held = yield* heldSave({ surveyId: "srv_flight_walk", responseId: a, created: false, completed: false }, release)
-      expect(held.instant).toBe(at(start, 2000))
-      // A later save commits meanwhile, with a later instant.
+      expect(yield* Deferred.await(held.stamped)).toBe(at(start, 2000))
+      // The next save of the survey, at a later time, waits for the held one's commit.
       yield* TestClock.setTime(Date.parse(at(start, 3000)))
-      const c = yield* save(token, question, false)
+      const go = yield* Deferred.make<void>()
+      yield* Deferred.succeed(go, undefined)
+      const next = yield* heldSave({ surveyId: "srv_flight_walk", responseId: b, created: false, completed: false }, go)
+      yield* waitingOrDone(observer, next.fiber)
+      expect(yield* Deferred.isDone(next.stamped)).toBe(false)
 
       const first = yield* walk("srv_flight_walk", "2020-01-01T00:00:00Z", 1)
       expect(changes(first)).toEqual([[a, start], [b, at(start, 1000)]])
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(held.fiber)
+      expect(yield* Deferred.await(next.stamped)).toBe(at(start, 3000))
+      yield* Fiber.join(next.fiber)
 
       expect(changes(yield* walk("srv_flight_walk", largest(first), 1))).toEqual([
-        [b, at(start, 1000)],
         [a, at(start, 2000)],
-        [c, at(start, 3000)]
+        [b, at(start, 3000)]
       ])
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
-  it.effect("a save that announces after a walk's bound takes an instant past it, even with the clock stepped back", () =>
+  it.effect("a save that waited for its turn follows the instant committed before it, even with the clock stepped back", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoSaved("srv_flight_late", 1000)
+      const observer = yield* outsideConnection
 
-      const reader = yield* Reader
-      const bounds = yield* reader.values(boundStatement, ["srv_flight_late"]).pipe(Effect.orDie)
-      const bound = decodeAs(Schema.Tuple(Schema.Tuple(Schema.String)), bounds)[0][0]
-      expect(bound).toBe(at(start, 1000))
-
-      yield* TestClock.setTime(Date.parse(at(start, -60_000)))
+      yield* TestClock.setTime(Date.parse(at(start, 2000)))
       const release = yield* Deferred.make<void>()
       const held = yield* heldSave({ surveyId: "srv_flight_late", responseId: a, created: false, completed: false }, release)
-      expect(held.instant).toBe(at(start, 1001))
-      expect(held.instant > bound).toBe(true)
-      // The walk's own bound, read while the save is in flight, stays below the save's instant.
-      const during = yield* walk("srv_flight_late", "2020-01-01T00:00:00Z", 2)
-      expect(changes(during)).toEqual([[a, start], [b, at(start, 1000)]])
+      expect(yield* Deferred.await(held.stamped)).toBe(at(start, 2000))
+      // The clock steps back a minute: the waiting save's statement began before the held one committed.
+      yield* TestClock.setTime(Date.parse(at(start, -60_000)))
+      const go = yield* Deferred.make<void>()
+      yield* Deferred.succeed(go, undefined)
+      const next = yield* heldSave({ surveyId: "srv_flight_late", responseId: b, created: false, completed: false }, go)
+      yield* waitingOrDone(observer, next.fiber)
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(held.fiber)
+      expect(yield* Deferred.await(next.stamped)).toBe(at(start, 2001))
+      yield* Fiber.join(next.fiber)
 
-      expect(changes(yield* walk("srv_flight_late", largest(during), 2))).toEqual([[b, at(start, 1000)], [a, at(start, 1001)]])
+      expect(changes(yield* walk("srv_flight_late", at(start, 1000), 2))).toEqual([[a, at(start, 2000)], [b, at(start, 2001)]])
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
-  it.effect("a save's read of its survey announces it: while the save is open a walk's bound stays at what it announced", () =>
+  it.effect("a deletion of the survey's responses waits for a save holding the clock, and keeps the instants from going back", () =>
     Effect.gen(function*() {
-      const { a } = yield* twoSaved("srv_flight_read", 1000)
-      const surveys = yield* SurveyRepo
-      const transactions = yield* Transactions
-      const reader = yield* Reader
-      const boundNow = Effect.map(
-        reader.values(boundStatement, ["srv_flight_read"]).pipe(Effect.orDie),
-        (rows) => decodeAs(Schema.Tuple(Schema.Tuple(Schema.String)), rows)[0][0]
-      )
-      const announced = yield* Deferred.make<string | undefined>()
+      const { a, b } = yield* twoSaved("srv_flight_delete", 1000)
+      const observer = yield* outsideConnection
+
+      yield* TestClock.setTime(Date.parse(at(start, 2000)))
       const release = yield* Deferred.make<void>()
-      yield* Effect.addFinalizer(() => Deferred.succeed(release, undefined))
-      const open = yield* Effect.fork(transactions.within(Effect.gen(function*() {
-        const found = yield* surveys.findWithQuestionsAnnouncing(SurveyId.make("srv_flight_read"))
-        yield* Deferred.succeed(announced, Option.getOrUndefined(found)?.announced)
-        yield* Deferred.await(release)
-      })).pipe(Effect.orDie))
-      expect(yield* Deferred.await(announced)).toBe(at(start, 1000))
-
-      // Another save commits a later change meanwhile: the survey's high-water moves past it.
-      yield* TestClock.setTime(Date.parse(at(start, 5000)))
-      const done = yield* Deferred.make<void>()
-      yield* Deferred.succeed(done, undefined)
-      const later = yield* heldSave({ surveyId: "srv_flight_read", responseId: a, created: false, completed: false }, done)
-      yield* Fiber.join(later.fiber)
-      expect(later.instant).toBe(at(start, 5000))
-      expect(yield* boundNow).toBe(at(start, 1000))
-
+      const held = yield* heldSave({ surveyId: "srv_flight_delete", responseId: a, created: false, completed: false }, release)
+      expect(yield* Deferred.await(held.stamped)).toBe(at(start, 2000))
+      const deletion = yield* Effect.fork(call("DELETE", `/api/v1/surveys/srv_flight_delete/responses/${b}`, { token: TOKENS.editor }))
+      yield* waitingOrDone(observer, deletion)
       yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(open)
-      expect(yield* boundNow).toBe(at(start, 5000))
+      yield* Fiber.join(held.fiber)
+      expect((yield* Fiber.join(deletion)).status).toBe(204)
+
+      // The latest response is deleted next: a later save still follows its instant.
+      const gone = yield* call("DELETE", `/api/v1/surveys/srv_flight_delete/responses/${a}`, { token: TOKENS.editor })
+      expect(gone.status).toBe(204)
+      yield* TestClock.setTime(Date.parse(start))
+      const token = yield* respondentToken("srv_flight_delete")
+      const c = yield* save(token, "srv_flight_delete_q", false)
+      expect(changes(yield* walk("srv_flight_delete", start, 10))).toEqual([[c, at(start, 2001)]])
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
-  it.effect("two new responses of one survey are stamped at once, neither waiting for the other; both count", () =>
+  it.effect("two new responses of one survey take turns from the stamp to commit; both count", () =>
     Effect.gen(function*() {
       const question = yield* newSurvey("srv_flight_pair")
       yield* TestClock.setTime(Date.parse(start))
@@ -511,12 +502,15 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
 
       const release = yield* Deferred.make<void>()
       const x = yield* heldSave({ surveyId: "srv_flight_pair", responseId: "rsp_flight_x", created: true, completed: false }, release)
-      const y = yield* heldSave({ surveyId: "srv_flight_pair", responseId: "rsp_flight_y", created: true, completed: true }, release)
-      // Both stamped while both are open: no turn of the survey's between the stamp and the commit.
-      expect([x.instant, y.instant]).toEqual([at(start, 1), at(start, 1)])
-      expect(yield* serviceLockWaiters(observer)).toBe(0)
+      expect(yield* Deferred.await(x.stamped)).toBe(at(start, 1))
+      const go = yield* Deferred.make<void>()
+      yield* Deferred.succeed(go, undefined)
+      const y = yield* heldSave({ surveyId: "srv_flight_pair", responseId: "rsp_flight_y", created: true, completed: true }, go)
+      yield* waitingOrDone(observer, y.fiber)
+      expect(yield* Deferred.isDone(y.stamped)).toBe(false)
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(x.fiber)
+      expect(yield* Deferred.await(y.stamped)).toBe(at(start, 2))
       yield* Fiber.join(y.fiber)
 
       expect(yield* surveyCount("srv_flight_pair")).toBe(3)
@@ -524,7 +518,7 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
       expect(after.map((r) => [r.id, r.createdAt, r.updatedAt, r.completedAt])).toEqual([
         [a, start, start, start],
         ["rsp_flight_x", at(start, 1), at(start, 1), null],
-        ["rsp_flight_y", at(start, 1), at(start, 1), at(start, 1)]
+        ["rsp_flight_y", at(start, 2), at(start, 2), at(start, 2)]
       ])
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })

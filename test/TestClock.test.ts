@@ -101,10 +101,13 @@ describe("serve --test-clock", () => {
       const put = yield* json(server.base, "/api/v1/webhooks", { method: "PUT", body: { targetUrl: target.url } })
       expect(put.status, put.text).toBe(200)
       yield* completeResponse(server.base)
+      // The clock stands, and the first attempt goes out at once.
+      yield* target.receivedAtLeast(1)
 
       const walked = yield* advance(server.base, { by: "P2D" })
       expect(walked.now).toBe("2026-03-03T00:00:00.000Z")
-      expect(walked.deliveryAttempts).toBe(8)
+      // The first attempt's seven retries.
+      expect(walked.deliveryAttempts).toBe(7)
       const received = yield* target.received
       expect(received).toHaveLength(8)
       const read = yield* json(server.base, "/api/v1/test/clock")
@@ -136,9 +139,11 @@ describe("serve --test-clock", () => {
 
       // Given up: nothing more comes in the next days.
       expect((yield* advance(server.base, { to: "2026-03-07T00:00:00+00:00" })).deliveryAttempts).toBe(0)
-      // Past day 5 the next failed attempt disables the webhook (X1.4).
+      // Past day 5 the next failed attempt, made at once, disables the webhook (X1.4).
       yield* completeResponse(server.base)
-      expect((yield* advance(server.base, { by: "PT1M" })).deliveryAttempts).toBe(1)
+      yield* target.receivedAtLeast(9)
+      // An advance first lets the attempt under way be recorded; it makes none of its own.
+      expect((yield* advance(server.base, { by: "PT1M" })).deliveryAttempts).toBe(0)
       const settings = Schema.decodeUnknownSync(Settings)((yield* json(server.base, "/api/v1/webhooks")).text)
       expect(settings.enabled).toBe(false)
       expect(settings.disabledReason).toBe("failing")
@@ -226,6 +231,38 @@ describe("serve --test-clock", () => {
       expect(document.text).toContain("\"/api/v1/test/clock/advance\"")
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 
+  it.live("says on its first line that the clock is simulated whatever LOG_LEVEL says, also when TEST_CLOCK set it", () =>
+    Effect.gen(function*() {
+      const { flags } = yield* sharedDatabase(fixture)
+      const proc = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          Bun.spawn(["bun", main, "serve", "--port", String(freePort()), ...flags], {
+            env: { ...processEnv, LOG_LEVEL: "error", TEST_CLOCK: START },
+            stdin: "ignore",
+            stdout: "pipe",
+            stderr: "ignore"
+          })
+        ),
+        (p) => Effect.promise(() => (p.kill(), p.exited))
+      )
+      const firstLine = yield* within(
+        "the first log line",
+        Effect.promise(async () => {
+          const reader = proc.stdout.getReader()
+          const decoder = new TextDecoder()
+          let text = ""
+          while (!text.includes("\n")) {
+            const chunk = await reader.read()
+            if (chunk.done) break
+            text += decoder.decode(chunk.value, { stream: true })
+          }
+          reader.releaseLock()
+          return text.split("\n")[0] ?? ""
+        })
+      )
+      expect(firstLine).toContain(`clock simulated: the service's time is ${START}`)
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
+
   it.live("has no test clock on a process without --test-clock: 404 not_found, and no trace in /openapi.json", () =>
     Effect.gen(function*() {
       const { flags } = yield* sharedDatabase(fixture)
@@ -239,6 +276,8 @@ describe("serve --test-clock", () => {
       expect(document.status).toBe(200)
       expect(document.text).not.toContain("test/clock")
       expect(document.text).not.toContain("TestClock")
+      expect(document.text).not.toContain("Test-Clock")
+      expect(document.headers.get("test-clock")).toBeNull()
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 
   it.live("refuses to mix a simulated and a real clock on one database", () =>

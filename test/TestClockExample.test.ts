@@ -17,7 +17,7 @@ const documentedScript = () => {
 }
 
 describe("docs/api.md: testing on a simulated clock", () => {
-  it.live("runs as written: eight failing attempts over six simulated days, then the disable", () =>
+  it.live("runs as written, without a zero advance: the first attempt at once, seven retries over six simulated days, then the disable", () =>
     Effect.gen(function*() {
       const script = documentedScript()
       const absent = ["curl", "jq", "python3"].filter((tool) => Bun.which(tool) === null)
@@ -45,8 +45,8 @@ describe("docs/api.md: testing on a simulated clock", () => {
       )
       expect(run.code, run.stderr).toBe(0)
       expect(run.stdout).toContain("\"now\":\"2026-03-02T09:00:00.000Z\"")
-      expect(run.stdout).toContain("\"now\":\"2026-03-08T09:00:00.000Z\",\"deliveryAttempts\":8")
-      expect(run.stdout).toContain("\"deliveryAttempts\":1")
+      expect(run.stdout).toContain("\"now\":\"2026-03-08T09:00:00.000Z\",\"deliveryAttempts\":7")
+      expect(script).not.toContain("PT0S")
       expect(run.stdout).toContain("\"disabledReason\":\"failing\"")
       expect(run.stdout).toContain("the receiver saw 9 deliveries")
       const attempts = run.stdout.split("\n").filter((line) => / 500$/.test(line))

@@ -551,7 +551,7 @@ const main = async () => {
     `alternating project/baseline; medians. Both servers on one throwaway PostgreSQL cluster (127.0.0.1, \`fsync\` off), each ` +
     `on its own copy of the dataset (${dataset.surveys} surveys × ${fmt(dataset.responsesPerSurvey)} responses, and the ${SPREAD} ` +
     `completion surveys), pools of 10 connections per process. The project is this checkout's binary, with the change clock it ` +
-    `has (src/Responses/ChangeClockRepo.ts); the baseline has the announced clock described above. Both count every completion ` +
+    `has (src/Responses/ChangeClockRepo.ts); the baseline has the same clock (the survey's response_clock row locked from the stamp to COMMIT). Both count every completion ` +
     `against the respondent limits, lifted to 1,000,000 a minute. ` +
     `wrk and PostgreSQL share the machine's cores with the servers; ` +
     `load average ${loadAtStart} at the start, ${loadNow()} at the end.`,

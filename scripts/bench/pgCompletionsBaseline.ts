@@ -27,9 +27,9 @@
  *   their stored rendering tagged with the survey's `answer_layout`, the change instant in
  *   `updated_at`/`created_at`/`completed_at` and a `response_changes` row, the outbox events with
  *   the service's envelope bytes, and the survey's response count.
- * - **The change clock of the shared design**: the survey's high-water mark announced under a
- *   shared advisory lock (in the statement that reads the survey), the instant stamped in a later
- *   statement without locking a shared row, the survey's count the last statement before COMMIT.
+ * - **The change clock of the shared design**: the instant stamped in the statement that locks the
+ *   survey's `response_clock` row until COMMIT (so that within a survey instants follow commit
+ *   order), the survey's count the last statement before COMMIT.
  *
  * Usage: bun scripts/bench/pgCompletionsBaseline.ts --port 8083 --database-url postgres://… [--pool 10]
  */
@@ -219,52 +219,37 @@ const isStoredType = (type: string): type is StoredQuestionType => storedTypes.h
 
 const isOptions = Schema.is(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
 
-/**
- * The survey's high-water mark H (survey `$1`): the latest instant a committed change of it carries,
- * or '' when there is none. `response_clock` keeps it from going back when responses are deleted.
- */
-const highWater = `GREATEST(
-    COALESCE((SELECT last_updated_at FROM response_clock WHERE survey_id = $1), ''),
-    COALESCE((SELECT MAX(updated_at) FROM responses WHERE survey_id = $1), ''))`
-
-/**
- * The announce, with the survey and its questions: one statement reads the survey's high-water
- * mark (c0) and takes the shared advisory lock on (survey hash, c0's milliseconds), held to the
- * end of the transaction, then the survey's row beside each of its questions (sections too).
- */
-const announceSql = `WITH h AS (SELECT ${highWater} AS c0), announced AS (
-    SELECT c0, pg_advisory_xact_lock_shared(
-      ((hashtext($1) & 1048575)::int8 << 43)
-        | COALESCE((extract(epoch FROM NULLIF(c0, '')::timestamptz) * 1000)::int8, 0)
-    ) AS announce FROM h
-  )
-  SELECT a.c0, s.workspace_id, s.status, s.trashed::int4, s.answer_layout::text, q.id, q.type, q.required::int4, q.allow_multiple::int4, q.options
-  FROM announced a
-  JOIN surveys s ON s.id = $1
+/** The survey and its questions: the survey's row beside each of its questions (sections too). */
+const surveySql = `SELECT '' AS unused, s.workspace_id, s.status, s.trashed::int4, s.answer_layout::text,
+    q.id, q.type, q.required::int4, q.allow_multiple::int4, q.options
+  FROM surveys s
   LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
+  WHERE s.id = $1
   ORDER BY q.position, q.id`
 
+/** The instant after `last` (ISO text, '' or null for none) for a change made at `$3`, in the service's ISO form. */
+const following = (last: string) =>
+  `to_char(GREATEST($3::timestamptz, NULLIF(${last}, '')::timestamptz + interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
 /**
- * The stamp, a later statement (a fresh snapshot): the high-water mark again (c), the instant
- * I = the latest of now, c + 1 ms and c0 + 1 ms, and what takes it: the new response with its
- * rendering, its owner token, its answers and the `response_changes` row. No shared row is locked.
- * The rendering's layout tag waits for a later statement: the trigger on `answers` clears a tagged
- * rendering.
+ * The stamp: the survey's clock row locked until COMMIT and the instant after it (and after the
+ * survey's latest response), and what takes it: the new response with its rendering, its owner
+ * token, its answers and the `response_changes` row. The rendering's layout tag waits for a later
+ * statement: the trigger on `answers` clears a tagged rendering.
  */
-const stampSql = `WITH h AS (SELECT ${highWater} AS c), t AS (
-    SELECT to_char(GREATEST(
-      $3::timestamptz,
-      NULLIF(c, '')::timestamptz + interval '1 millisecond',
-      NULLIF($4, '')::timestamptz + interval '1 millisecond'
-    ) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at FROM h
+const stampSql = `WITH t AS (
+    INSERT INTO response_clock AS c (survey_id, last_updated_at)
+    VALUES ($1, ${following("(SELECT MAX(updated_at) FROM responses WHERE survey_id = $1)")})
+    ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = GREATEST(excluded.last_updated_at, ${following("c.last_updated_at")})
+    RETURNING c.last_updated_at AS at
   ), r AS (
     INSERT INTO responses (id, survey_id, external_user_id, completed, completed_at, created_at, updated_at, answers_json)
-    SELECT $2, $1, NULL, $5::int8, CASE WHEN $5::int8 = 1 THEN t.at END, t.at, t.at, $6 FROM t
+    SELECT $2, $1, NULL, $4::int8, CASE WHEN $4::int8 = 1 THEN t.at END, t.at, t.at, $5 FROM t
   ), o AS (
-    INSERT INTO respondent_responses (response_id, token_hash) VALUES ($2, $7)
+    INSERT INTO respondent_responses (response_id, token_hash) VALUES ($2, $6)
   ), a AS (
     INSERT INTO answers (response_id, question_id, value, "values")
-    SELECT $2, a.question_id, a.value, a.vs FROM unnest($8::text[], $9::text[], $10::text[]) AS a (question_id, value, vs)
+    SELECT $2, a.question_id, a.value, a.vs FROM unnest($7::text[], $8::text[], $9::text[]) AS a (question_id, value, vs)
   )
   INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT $2, $1, at FROM t RETURNING changed_at`
 
@@ -285,13 +270,12 @@ const create = async (respondent: Respondent, submission: Submitted): Promise<st
   const client = await pool.connect()
   try {
     await client.query("BEGIN")
-    const rows = await run(client, announceSql, [surveyId])
+    const rows = await run(client, surveySql, [surveyId])
     const first = rows[0]
     const status = first === undefined ? "gone" : num(first[3]) !== 0 ? "gone" : text(first[2])
     if (first === undefined || status !== "published") {
       throw invalid("The survey is no longer accepting responses.", [{ path: "surveyId", message: `survey is ${status}, not published` }])
     }
-    const c0 = text(first[0])
     const workspaceId = text(first[1])
     const layout = text(first[4])
     const questions: Array<ValidationQuestion & { readonly position: number }> = []
@@ -326,7 +310,6 @@ const create = async (respondent: Respondent, submission: Submitted): Promise<st
       surveyId,
       responseId,
       new Date().toISOString(),
-      c0,
       submission.finished ? 1 : 0,
       answers,
       respondent.tokenHash,

@@ -1,6 +1,6 @@
-import { Array as Arr, Data, Effect, Layer, Metric, Schedule } from "effect"
-import { JobLeases } from "../Background/JobLeases.js"
-import { periodically, traced } from "../Background/Supervise.js"
+import { Array as Arr, Data, Duration, Effect, Layer, Metric } from "effect"
+import { heldJob, periodJob, runJobs } from "../Background/Jobs.js"
+import { traced } from "../Background/Supervise.js"
 import type { SurveyId } from "../Domain/Ids.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { aggregatorLag } from "../Telemetry/Metrics.js"
@@ -177,31 +177,36 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
   })
 }) {}
 
-/** How often the aggregator looks for new changes; well inside the 2 s freshness goal. */
-const pollEvery = Schedule.spaced("100 millis")
-const sweepPeriodMillis = 30_000
-const sweepEvery = Schedule.spaced(sweepPeriodMillis)
-
 /**
- * The background aggregation: a supervised polling loop and a slower layout sweep. Of all
- * processes on the database, one at a time follows the changes (the others take over when its
- * lease runs out), and each sweep period is swept once.
+ * The background aggregation's jobs (src/BackgroundJobs.ts): one that follows the changes, polled
+ * every 100 ms (well inside the 2 s freshness goal) by one process at a time (the others take over
+ * when its lease runs out), and a layout sweep once every 30 s over all processes.
  */
-export const AggregatorLive = Layer.scopedDiscard(Effect.gen(function*() {
+export const aggregatorJobs = Effect.gen(function*() {
   const aggregator = yield* Aggregator
   const repo = yield* AggregateRepo
-  const jobs = yield* JobLeases
   // Polled every 100 ms: traced only when there is something to apply.
   const tick = Effect.gen(function*() {
     const lag = yield* repo.lag
     yield* Metric.set(aggregatorLag, lag)
     if (lag > 0) yield* traced("job analytics aggregation")(aggregator.catchUp())
   })
-  const aggregate = yield* jobs.whileHeld("analytics-aggregation", tick)
-  yield* periodically("analytics aggregation", aggregate, pollEvery, { untraced: true })
-  yield* periodically(
-    "analytics layout sweep",
-    jobs.oncePerPeriod("analytics-layout-sweep", sweepPeriodMillis, aggregator.sweepLayouts()),
-    sweepEvery
-  )
-}))
+  return [
+    yield* heldJob({
+      name: "analytics aggregation",
+      key: "analytics-aggregation",
+      every: Duration.millis(100),
+      run: tick,
+      dueAt: (now) => Effect.map(Effect.orDie(repo.lag), (lag) => lag > 0 ? now : null)
+    }),
+    yield* periodJob({
+      name: "analytics layout sweep",
+      key: "analytics-layout-sweep",
+      period: Duration.seconds(30),
+      run: aggregator.sweepLayouts()
+    })
+  ] as const
+})
+
+/** The background aggregation in a server. */
+export const AggregatorLive = Layer.scopedDiscard(Effect.flatMap(aggregatorJobs, runJobs))

@@ -78,7 +78,10 @@ export class JobLeases extends Effect.Service<JobLeases>()("Background/JobLeases
         })
       })
 
-    return { claimPeriod, hold, release, oncePerPeriod, whileHeld, leaseMillis, instance: instance.id } as const
+    /** When the next period of `name` starts, whichever process claims it (0 for a job that never ran). */
+    const nextPeriodAt = (name: string) => store.nextRunAt(name).pipe(Effect.withSpan("JobLeases.nextPeriodAt"))
+
+    return { claimPeriod, hold, release, oncePerPeriod, whileHeld, nextPeriodAt, leaseMillis, instance: instance.id } as const
   }),
   dependencies: [JobLeaseStore.Default]
 }) {}

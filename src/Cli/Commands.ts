@@ -1,7 +1,7 @@
 import { SurveyId } from "../Domain/Ids.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
-import { Console, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Console, Duration, Effect, Layer, Logger, LogLevel, Option, Schema } from "effect"
 import { Aggregator } from "../Analytics/Aggregator.js"
 import { CoreFor, LoggingLive, ServerLive, TestClockServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
@@ -123,11 +123,12 @@ const serve = Command.make("serve", { port, host, db, testClock, instant, demo: 
       )
     }
     // The whole process reads the simulated clock; what stays real reads `real` (SimulatedClock.layer).
+    // The first line says so whatever the log level: TEST_CLOCK left in an environment must show.
     return yield* Effect.zipRight(
       Effect.logWarning(
         `clock simulated: the service's time is ${toIso(simulated.clock.unsafeCurrentTimeMillis())} and stands still ` +
           "until POST /api/v1/test/clock/advance moves it (for test runs only)"
-      ),
+      ).pipe(Logger.withMinimumLogLevel(LogLevel.All)),
       program.pipe(Effect.provide(CoreFor(settings)), Effect.provide(SimulatedClock.layer(simulated)))
     ).pipe(Effect.provide(LoggingLive(settings, real)), Effect.withClock(simulated.clock))
   })).pipe(Command.withDescription("Migrate the database, then serve the API and the survey pages"))

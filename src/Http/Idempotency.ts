@@ -1,8 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Either, Layer, Option, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Option, Schema } from "effect"
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
-import { JobLeases } from "../Background/JobLeases.js"
-import { periodically } from "../Background/Supervise.js"
+import { periodJob, runJob } from "../Background/Jobs.js"
 import { InvalidRequest } from "../Domain/Errors.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { IdempotencyStore } from "./IdempotencyStore.js"
@@ -171,14 +170,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
 }) {}
 
 /** Prunes expired idempotency answers at start and then every hour: once an hour over all processes. */
-export const IdempotencyPurgeLive = Layer.scopedDiscard(
-  Effect.gen(function*() {
-    const idempotency = yield* Idempotency
-    const jobs = yield* JobLeases
-    yield* periodically(
-      "idempotency key purge",
-      jobs.oncePerPeriod("idempotency-purge", 3_600_000, idempotency.prune()),
-      Schedule.spaced("1 hour")
-    )
-  })
-)
+export const idempotencyPurgeJob = Effect.flatMap(Idempotency, (idempotency) =>
+  periodJob({ name: "idempotency key purge", key: "idempotency-purge", period: Duration.hours(1), run: idempotency.prune() }))
+
+/** The idempotency purge in the background of a server. */
+export const IdempotencyPurgeLive = Layer.scopedDiscard(Effect.flatMap(idempotencyPurgeJob, runJob))

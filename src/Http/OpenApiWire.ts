@@ -114,3 +114,16 @@ export const documentAnswerHeader = (status: number, name: string, header: Answe
     responses: { ...responses, [String(status)]: { ...answer, headers: { ...headers, [name]: header } } }
   }
 }
+
+/** An `OpenApi.Transform` of a whole document adding `name` to the headers of every answer of every operation. */
+export const documentEveryAnswerHeader = (name: string, header: AnswerHeader) => (input: Json): Json => {
+  const spec = structuredClone(input)
+  for (const pathItem of objects(spec.paths)) {
+    for (const operation of objects(pathItem)) {
+      for (const answer of objects(operation.responses)) {
+        answer.headers = { ...(isObject(answer.headers) ? answer.headers : {}), [name]: header }
+      }
+    }
+  }
+  return spec
+}

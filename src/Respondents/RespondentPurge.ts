@@ -1,6 +1,5 @@
-import { Clock, Effect, Layer, Schedule } from "effect"
-import { JobLeases } from "../Background/JobLeases.js"
-import { periodically } from "../Background/Supervise.js"
+import { Clock, Duration, Effect, Layer } from "effect"
+import { periodJob, runJob } from "../Background/Jobs.js"
 import { toIso } from "../Domain/Time.js"
 import { RespondentLimits } from "./RespondentLimits.js"
 import { RespondentTokenRepo } from "./RespondentTokenRepo.js"
@@ -30,26 +29,23 @@ export class RespondentPurge extends Effect.Service<RespondentPurge>()("Responde
  * Runs the purge, and deletes the respondent limits' counts that no longer count, at start and then
  * every hour while the server runs: once an hour over all processes.
  */
-export const RespondentPurgeLive = Layer.scopedDiscard(
-  Effect.gen(function*() {
-    const purge = yield* RespondentPurge
-    const limits = yield* RespondentLimits
-    const jobs = yield* JobLeases
-    yield* periodically(
-      "respondent token purge",
-      jobs.oncePerPeriod(
-        "respondent-purge",
-        3_600_000,
-        purge.run().pipe(
-          Effect.zipWith(limits.forget, (removed, counts) => ({ ...removed, limitCounts: counts })),
-          Effect.tap((removed) =>
-            removed.tokens + removed.embedSessions + removed.limitCounts > 0
-              ? Effect.logDebug("purged respondent tokens", removed)
-              : Effect.void
-          )
-        )
-      ),
-      Schedule.spaced("1 hour")
+export const respondentPurgeJob = Effect.gen(function*() {
+  const purge = yield* RespondentPurge
+  const limits = yield* RespondentLimits
+  return yield* periodJob({
+    name: "respondent token purge",
+    key: "respondent-purge",
+    period: Duration.hours(1),
+    run: purge.run().pipe(
+      Effect.zipWith(limits.forget, (removed, counts) => ({ ...removed, limitCounts: counts })),
+      Effect.tap((removed) =>
+        removed.tokens + removed.embedSessions + removed.limitCounts > 0
+          ? Effect.logDebug("purged respondent tokens", removed)
+          : Effect.void
+      )
     )
   })
-)
+})
+
+/** The respondent purge in the background of a server. */
+export const RespondentPurgeLive = Layer.scopedDiscard(Effect.flatMap(respondentPurgeJob, runJob))

@@ -1,4 +1,4 @@
-// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:completions`; guarded by test/PgRaces.test.ts, test/PgPool.test.ts and test/Sync.test.ts.
+// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:completions`; guarded by test/SyncRace.test.ts, test/PgRaces.test.ts, test/PgPool.test.ts and test/Sync.test.ts.
 import { SqlClient, type Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { toIso } from "../Domain/Time.js"
@@ -22,8 +22,7 @@ export interface Change {
   readonly rendering: string
 }
 
-/** `announced`: the c0 that the save's read of the survey announced (`announcingRead`); PostgreSQL requires it. */
-type Stamp = (change: Change, now: string, announced: string | undefined) => Effect.Effect<string, DatabaseError>
+type Stamp = (change: Change, now: string) => Effect.Effect<string, DatabaseError>
 
 const millisOf = (instant: string | null): number => {
   const parsed = instant === null || instant === "" ? Number.NaN : Date.parse(instant)
@@ -43,102 +42,44 @@ const stampColumns = (change: Pick<Change, "created" | "completed">, at: string)
 const renderingColumns = (rendering: string, survey: string) =>
   `answers_json = ${rendering}, answers_layout = (SELECT answer_layout FROM surveys WHERE id = ${survey})`
 
-/** The ISO text of a `timestamptz` expression, in the service's form. */
-const isoText = (instant: string) => `to_char((${instant}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-
 /**
- * The survey's high-water on PostgreSQL: the latest instant a committed change of the survey
- * carries, '' when there is none. The clock row keeps it from going back when the latest responses
- * are deleted (ResponseDeletionRepo `raiseClock`). `?1` is the survey id; `except` (`?2`) leaves
- * out a response that the save itself created, which no one else sees yet.
+ * The instant after `last` (ISO text, empty or null when there is none) for a change made at `now`
+ * (`?3`): the later of the two, one millisecond after `last`, in the service's ISO form.
  */
-const highWater = (except: boolean) =>
-  `GREATEST(COALESCE((SELECT last_updated_at FROM response_clock WHERE survey_id = ?1), ''),
-            COALESCE((SELECT MAX(updated_at) FROM responses WHERE survey_id = ?1${except ? " AND id <> ?2" : ""}), ''))`
+const following = (last: string) =>
+  `to_char(GREATEST(?3::timestamptz, NULLIF(${last}, '')::timestamptz + interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
 /**
- * A survey's announce keys: an advisory lock key of 20 bits of the survey's hash above 43 bits of
- * milliseconds since the Unix epoch. Two surveys of one hash only make each other's readers'
- * bounds lower, never wrong.
- */
-const millisBits = 43
-const millisMask = 2 ** millisBits - 1
-const surveyBits = `(hashtext(?1) & 1048575)::int8`
-const announceKey = (instant: string) =>
-  `(${surveyBits} << ${millisBits}) | CASE WHEN ${instant} = '' THEN 0
-     ELSE LEAST(GREATEST((extract(epoch FROM (${instant})::timestamptz) * 1000)::int8, 0), ${millisMask}) END`
-
-/**
- * The bound of a read by `updatedAfter` on PostgreSQL; its one parameter is the survey id. One
- * statement: the survey's high-water under the statement's snapshot, and the earliest instant
- * announced by a save of the survey still in flight, read from `pg_locks` after that snapshot was
- * taken; the bound is the smaller. A change that a later snapshot does not see yet carries an
- * instant after it (docs/architecture.md#the-change-clock).
- */
-export const boundStatement = `SELECT CASE WHEN a.ms IS NULL THEN k.h
-    ELSE LEAST(k.h, ${isoText(`to_timestamp(0) + a.ms * interval '1 millisecond'`)}) END AS bound
-  FROM (SELECT ${highWater(false)} AS h) k,
-    (SELECT MIN(held.key & ${millisMask}) AS ms FROM (
-       SELECT (classid::int8 << 32) | objid::int8 AS key FROM pg_locks
-       WHERE locktype = 'advisory' AND objsubid = 1
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-     ) held
-     WHERE held.key >> ${millisBits} = ${surveyBits}) a`
-
-/**
- * PostgreSQL's announce: the high-water c0 under this statement's snapshot, and the shared announce
- * lock of c0, held until the transaction ends. Shared locks never wait for one another.
- */
-const announceSelect =
-  `SELECT k.c0, pg_advisory_xact_lock_shared(${announceKey("k.c0")}) FROM (SELECT ${highWater(false)} AS c0) k`
-
-/**
- * The announce of a save of survey `?1`, run by the save's first read of the survey (PostgreSQL,
- * SurveyRepo `findWithQuestions`): `cte` goes before that read's `SELECT` and `column` first in its
- * list, which then holds c0 on every row, to be given to `stamp`. The read is then the announce,
- * one round trip less; it must run inside the save's transaction, before the response is written.
- */
-const AnnouncedColumn = rowShape({ c0: column.text("(SELECT c0 FROM announced) AS announced_c0") })
-
-export const announcingRead = {
-  cte: `WITH announced AS MATERIALIZED (${announceSelect})`,
-  column: AnnouncedColumn.columns,
-  /** The c0 of a row of the read (its first column). */
-  c0: AnnouncedColumn.at.c0
-} as const
-
-/**
- * PostgreSQL's stamp, after the announce: the instant is the later of `now` (`?3`), one millisecond
- * after the high-water c under this statement's snapshot, and one millisecond after c0 (`?4`); the
- * response's stamps, its rendering (`?5`) and the change row take it.
+ * PostgreSQL's stamp: one statement locks the survey's clock row until commit and gives the change
+ * the instant after the row's and after the survey's latest response (imported responses carry
+ * no clock row), then writes the response's stamps, its rendering (`?4`) and the change row. The upsert waits for a save of the survey that holds the row, and then
+ * reads the row as that save committed it, so each instant follows the one committed before it.
  */
 const stampText = (change: Pick<Change, "created" | "completed">) => {
-  const at = "(SELECT at FROM instant)"
-  return toNumbered(`WITH instant AS (
-      SELECT ${isoText(`GREATEST(?3::timestamptz, NULLIF(GREATEST(${highWater(change.created)}, ?4), '')::timestamptz + interval '1 millisecond')`)} AS at
+  const at = "(SELECT at FROM clock)"
+  return toNumbered(`WITH clock AS (
+      INSERT INTO response_clock AS c (survey_id, last_updated_at)
+      VALUES (?1, ${following("(SELECT MAX(updated_at) FROM responses WHERE survey_id = ?1 AND id <> ?2)")})
+      ON CONFLICT (survey_id) DO UPDATE SET last_updated_at = GREATEST(excluded.last_updated_at, ${following("c.last_updated_at")})
+      RETURNING c.last_updated_at AS at
     ), stamped AS (
-      UPDATE responses SET ${stampColumns(change, at)}, ${renderingColumns("?5", "?1")} WHERE id = ?2 RETURNING id
+      UPDATE responses SET ${stampColumns(change, at)}, ${renderingColumns("?4", "?1")} WHERE id = ?2 RETURNING id
     )
-    INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT ?2, ?1, at FROM instant
+    INSERT INTO response_changes (response_id, survey_id, changed_at) SELECT ?2, ?1, at FROM clock
     RETURNING changed_at AS at`)
 }
 const stampStatements = [false, true].map((created) => [false, true].map((completed) => stampText({ created, completed })))
 const stampStatement = (change: Change) => stampStatements[Number(change.created)]?.[Number(change.completed)] ?? stampText(change)
 
 /**
- * PostgreSQL: no row that another save of the survey waits for. The save's read of the survey
- * announced it (`announcingRead`), holding the survey's announce lock of c0, so that a reader's
- * bound stays below this change until it commits; the stamp is a later statement with a fresh
- * snapshot, so that its high-water c is at least what a reader whose bound statement ran before
- * the announce read: the instant is after both (docs/architecture.md#the-change-clock).
+ * PostgreSQL: from the stamp to commit, the survey's other saves (and its deletions, which raise
+ * the same row) wait for the clock row, so that within a survey instants follow commit order
+ * (docs/architecture.md#the-change-clock). Everything else of the save is written before.
  */
-const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now, announced) =>
+const pgStamp = (sql: SqlClient.SqlClient): Stamp => (change, now) =>
   Effect.gen(function*() {
     const { responseId, surveyId } = change
-    if (announced === undefined) {
-      return yield* Effect.dieMessage(`a save of survey ${surveyId} stamped without announcing it (SurveyRepo findWithQuestionsAnnouncing)`)
-    }
-    const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, announced, change.rendering]).values
+    const rows = yield* sql.unsafe(stampStatement(change), [surveyId, responseId, now, change.rendering]).values
     const row = rows[0]
     if (row === undefined) return yield* Effect.dieMessage(`no change instant for survey ${surveyId}`)
     return Stamped.read(row).at
@@ -181,17 +122,14 @@ export class ChangeClockRepo extends Effect.Service<ChangeClockRepo>()("Response
        * response, `completedAt` of a completing save) and the `response_changes` row the
        * aggregator follows. The instant is the current time, or one millisecond after the latest
        * instant of the survey's changes when that is later (a burst within one millisecond, a wall
-       * clock stepped back), so that within a survey `updatedAt` grows.
+       * clock stepped back), so that within a survey `updatedAt` grows in commit order.
        *
-       * Call it after the save's other writes to the response, with the c0 that the save's read
-       * of the survey announced (`SurveyRepo.findWithQuestionsAnnouncing`; undefined on SQLite,
-       * required on PostgreSQL). On SQLite the save's transaction
-       * is the one writer from its first write; on PostgreSQL saves of one survey do not wait for
-       * one another here, and a reader by `updatedAfter` lists nothing at or after this instant
-       * until the save commits (`boundStatement`).
+       * Call it after the save's other writes to the response: from here to commit the survey's
+       * writers take turns (SQLite's one write transaction; PostgreSQL's lock on the survey's
+       * clock row), and every round trip after it makes the survey's other saves wait.
        */
-      stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change, announced: string | undefined) {
-        return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis), announced)
+      stamp: Effect.fn("ChangeClockRepo.stamp")(function*(change: Change) {
+        return yield* stampOn(change, toIso(yield* Clock.currentTimeMillis))
       }),
       /**
        * The statement that counts a new response in its survey's `responseCount`, to run as the

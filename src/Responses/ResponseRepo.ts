@@ -4,13 +4,11 @@ import { Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { type ResponseId, responseId, type SurveyId, surveyId } from "../Domain/Ids.js"
 import { Answer, type ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
-import { SqlDialect } from "../Sql/Dialect.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, type Row, rowShape, type RowOf } from "../Sql/Rows.js"
 import { parseStoredValues } from "./AnswerDocumentRepo.js"
 import { type AnswerRow, AnswerColumns } from "./AnswerSql.js"
 import { answersByResponse, answersJson, liveType, responseJson } from "./AnswerWire.js"
-import { boundStatement } from "./ChangeClockRepo.js"
 
 /** The columns of a response row, in the order of its wire fields. */
 const responseFields = {
@@ -35,8 +33,6 @@ export const ListedColumns = rowShape({
   )
 })
 type ListedResponse = RowOf<typeof ListedColumns.fields>
-
-const Bound = rowShape({ bound: column.text("bound") })
 
 /**
  * The two keyset orders of the responses list: by start (`createdAt`, the default, with
@@ -160,12 +156,11 @@ const listedJson = (row: ResponseRow, answers: string) =>
 /**
  * A page is one statement: the response rows in keyset order (the primary key's order, or the
  * status index's), each with its stored rendering of `answers` when that rendering is current
- * (tagged with the survey's answer_layout), up to `upTo` on the order's instant when given.
+ * (tagged with the survey's answer_layout).
  * test/QueryPlans.test.ts checks its plan.
  */
 export const pageStatement = (
-  r: ListResponses,
-  upTo?: string
+  r: ListResponses
 ): { readonly text: string; readonly params: ReadonlyArray<unknown> } => {
   const params: Array<unknown> = [r.surveyId, r.surveyId]
   let text = `SELECT ${ListedColumns.columns} FROM responses WHERE survey_id = ?`
@@ -182,10 +177,6 @@ export const pageStatement = (
   } else if (r.from !== undefined) {
     text += ` AND ${key} >= ?`
     params.push(r.from)
-  }
-  if (upTo !== undefined) {
-    text += ` AND ${key} <= ?`
-    params.push(upTo)
   }
   params.push(r.limit)
   return { text: `${text} ORDER BY ${key}, id LIMIT ?`, params }
@@ -265,7 +256,6 @@ export const byIdStatement = (answers: "stale" | "all"): string =>
 export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/ResponseRepo", {
   effect: Effect.gen(function*() {
     const reader = yield* Reader
-    const dialect = yield* SqlDialect
 
     /** The response and its answers (all of them, or only while its rendering is stale), from one statement. */
     const findOne = (surveyId: SurveyId, id: ResponseId, answers: "stale" | "all") =>
@@ -284,8 +274,8 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
      * is stale, the page is read again in one statement with the answer rows of its stale
      * responses, so that each response is assembled from answers of the same version as its row.
      */
-    const pageUpTo = (r: ListResponses, upTo: string | undefined) => {
-      const statement = pageStatement({ ...r, limit: r.limit + 1 }, upTo)
+    const page = (r: ListResponses) => {
+      const statement = pageStatement({ ...r, limit: r.limit + 1 })
       return Effect.flatMap(reader.values(statement.text, statement.params), (rows): Effect.Effect<ListedPage, SqlError.SqlError> => {
         const count = Math.min(r.limit, rows.length)
         const items = renderedItems(rows, count)
@@ -304,21 +294,6 @@ export class ResponseRepo extends Effect.Service<ResponseRepo>()("Responses/Resp
         )
       })
     }
-
-    /**
-     * On PostgreSQL a page by `updatedAt` stops at the bound read by a statement of its own just
-     * before (ChangeClockRepo `boundStatement`): every change of the survey not yet committed when
-     * the page is read carries a later instant, so a poll from the largest `updatedAt` seen finds
-     * it. On SQLite saves commit one at a time, in the order of their instants: no bound is needed.
-     */
-    const page = dialect.choose({
-      sqlite: () => (r: ListResponses) => pageUpTo(r, undefined),
-      pg: () => (r: ListResponses) =>
-        r.order === "updatedAt"
-          ? Effect.flatMap(reader.values(boundStatement, [r.surveyId]), (rows) =>
-            pageUpTo(r, rows[0] === undefined ? "" : Bound.read(rows[0]).bound))
-          : pageUpTo(r, undefined)
-    })
 
     return {
       /** One page in the requested order (`limit` responses) in wire form, for a pre-encoded body. */

@@ -78,21 +78,17 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
           (held) => held ? Effect.void : Effect.fail(tokenRefused())
         )
 
-    /**
-     * The survey's workspace and its current questions, read together, while the survey accepts
-     * responses. On PostgreSQL the read also announces the save to the change clock: the save's
-     * first statement after the token's.
-     */
+    /** The survey's workspace and its current questions, read together, while the survey accepts responses. */
     const acceptingSurvey = (surveyId: SurveyId) =>
       Effect.flatMap(
-        surveys.findWithQuestionsAnnouncing(surveyId),
+        surveys.findWithQuestions(surveyId),
         (found): Effect.Effect<
-          { readonly workspaceId: WorkspaceId; readonly questions: ReadonlyArray<QuestionRow>; readonly announced: string | undefined },
+          { readonly workspaceId: WorkspaceId; readonly questions: ReadonlyArray<QuestionRow> },
           InvalidRequest
         > => {
           if (Option.isSome(found) && !found.value.survey.trashed && found.value.survey.status === "published") {
-            const { announced, questions, survey } = found.value
-            return Effect.succeed({ workspaceId: survey.workspaceId, questions, announced })
+            const { questions, survey } = found.value
+            return Effect.succeed({ workspaceId: survey.workspaceId, questions })
           }
           const status = Option.match(found, {
             onNone: () => "gone",
@@ -193,7 +189,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
      */
     const record = (
       respondent: RespondentContext,
-      survey: { readonly workspaceId: WorkspaceId; readonly announced: string | undefined },
+      survey: { readonly workspaceId: WorkspaceId },
       saved: { readonly stored: SurveyResponse; readonly rendering: string },
       created: boolean,
       finished: boolean
@@ -202,10 +198,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
         const { workspaceId } = survey
         const { rendering, stored } = saved
         const responseId = stored.id
-        const now = yield* changeClock.stamp(
-          { surveyId: respondent.surveyId, responseId, created, completed: finished, rendering },
-          survey.announced
-        )
+        const now = yield* changeClock.stamp({ surveyId: respondent.surveyId, responseId, created, completed: finished, rendering })
         const response = new SurveyResponse({
           ...stored,
           createdAt: created ? now : stored.createdAt,

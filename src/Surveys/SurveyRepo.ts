@@ -1,12 +1,10 @@
 // Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Surveys.test.ts.
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Data, Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"
 import { type SurveyId, surveyId, type WorkspaceId, workspaceId } from "../Domain/Ids.js"
 import { Survey, SurveyStatus } from "../Domain/Survey.js"
 import { QuestionColumns, type QuestionRow, questionRowOf } from "../Questions/QuestionRepo.js"
-import { announcingRead } from "../Responses/ChangeClockRepo.js"
-import { SqlDialect } from "../Sql/Dialect.js"
 import { placeholders, Reader, type ValueRows } from "../Sql/Reader.js"
 import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
@@ -63,15 +61,6 @@ const withQuestionsFrom = `FROM (${byId}) s
   LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
   ORDER BY q.position, q.id`
 const withQuestions = `SELECT s.*, ${QuestionColumns.columns} ${withQuestionsFrom}`
-/** The same read announcing a save of the survey (PostgreSQL): c0 first on every row. */
-const withQuestionsAnnouncing = `${announcingRead.cte} SELECT ${announcingRead.column}, s.*, ${QuestionColumns.columns} ${withQuestionsFrom}`
-
-/** A survey with its questions, read by a save, and the c0 its read announced (PostgreSQL). */
-interface Announcing {
-  readonly survey: SurveyRow
-  readonly questions: ReadonlyArray<QuestionRow>
-  readonly announced: string | undefined
-}
 
 /** A list row straight in wire form: a page of surveys skips the row class. */
 export const surveyListWireOf = (row: ReadonlyArray<unknown>): typeof Survey.Encoded => surveyWire(SurveyColumns.read(row))
@@ -87,7 +76,6 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
   effect: Effect.gen(function*() {
     const reader = yield* Reader
     const sql = yield* SqlClient.SqlClient
-    const dialect = yield* SqlDialect
 
     // On the path of every survey request: the reader's connection, typed column reads.
     const findById = (id: SurveyId) =>
@@ -122,27 +110,10 @@ export class SurveyRepo extends Effect.Service<SurveyRepo>()("Surveys/SurveyRepo
 
     const findWithQuestions = (id: SurveyId) => Effect.map(reader.values(withQuestions, [id]), (rows) => surveyWithQuestions(rows, 0))
 
-    // PostgreSQL: the announce's c0 first, then the read's columns; SQLite announces nothing.
-    const findWithQuestionsAnnouncing = (id: SurveyId): Effect.Effect<Option.Option<Announcing>, SqlError.SqlError> =>
-      dialect.choose<Effect.Effect<Option.Option<Announcing>, SqlError.SqlError>>({
-        sqlite: () => Effect.map(findWithQuestions(id), Option.map((found) => ({ ...found, announced: undefined }))),
-        pg: () =>
-          Effect.map(reader.values(withQuestionsAnnouncing, [id]), (rows) =>
-            Option.map(surveyWithQuestions(rows, 1), (found) => ({
-              ...found,
-              announced: rows[0] === undefined ? undefined : announcingRead.c0(rows[0])
-            })))
-      })
-
     return {
       findById: (id: SurveyId) => findById(id).pipe(Effect.orDie),
       /** The survey with its current questions (sections included), read together: the respondent page. */
       findWithQuestions: (id: SurveyId) => findWithQuestions(id).pipe(Effect.orDie),
-      /**
-       * `findWithQuestions` inside a respondent's save, announcing the save on PostgreSQL
-       * (src/Responses/ChangeClockRepo.ts `announcingRead`): `announced` is the c0 to give the stamp.
-       */
-      findWithQuestionsAnnouncing: (id: SurveyId) => findWithQuestionsAnnouncing(id).pipe(Effect.orDie),
       /**
        * One page in "newest activity first" order, in wire form, plus one row to tell whether
        * more follow.

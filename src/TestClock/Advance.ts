@@ -1,18 +1,6 @@
-import { Clock, Duration, Effect, Option } from "effect"
-import { Aggregator } from "../Analytics/Aggregator.js"
-import { leaseMillisOf } from "../Background/JobLeases.js"
-import { AppConfig } from "../Config.js"
-import { Idempotency } from "../Http/Idempotency.js"
-import { RespondentLimits } from "../Respondents/RespondentLimits.js"
-import { RespondentPurge } from "../Respondents/RespondentPurge.js"
-import { DeliveryRepo, type Settled } from "../Webhooks/DeliveryRepo.js"
-import { DeliverySettings } from "../Webhooks/DeliverySettings.js"
-import { attemptDelivery } from "../Webhooks/DeliveryWorker.js"
-import { purgeOnce } from "../Webhooks/Purge.js"
-import { Redelivery } from "../Webhooks/Redelivery.js"
-import { Signer } from "../Webhooks/Signer.js"
-import { WebhookRepo } from "../Webhooks/WebhookRepo.js"
-import { nextAttemptAfterOf } from "./DueWorkRepo.js"
+import { Clock, Effect } from "effect"
+import { RoundGate } from "../Background/Jobs.js"
+import { BackgroundJobs } from "../BackgroundJobs.js"
 import { SimulatedClock } from "./SimulatedClock.js"
 
 /** What one advance did. */
@@ -22,109 +10,56 @@ export interface Advanced {
   readonly jobsRun: number
 }
 
-const HOUR = 3_600_000
-
 /**
- * Moves the simulated clock forward, running on the way what the background loops would have
- * run (v1-extensions §X5.1): the clock steps to each instant where a delivery attempt falls due,
- * what is due there runs (attempts for real over HTTP, outcomes recorded, retries scheduled from
- * that instant), and only then does the clock move on. The periodic jobs (purges of what is past
- * its retention) run at those instants and at the target, at most once per period: a purge
- * deletes whatever runs before it would have deleted, so stepping to each hour of a 400-day
- * advance would only repeat statements. Jobs that follow changes as they come (the aggregator,
- * the layout sweep) run at the start of an advance: between advances the clock stood still, and
- * nothing on the way writes changes. One advance at a time.
+ * Moves the simulated clock forward through what the background jobs (src/BackgroundJobs.ts)
+ * would have done on the way (v1-extensions §X5.1). With the loops' rounds held back, at each
+ * instant it visits, it runs the round of every job due then (a delivery attempt is made for real
+ * and recorded, its retry scheduled from that instant), and only then moves to the next instant
+ * where a job falls due, up to the target, where it does the same. A job that catches up (a purge
+ * deletes by age whatever runs before it would have) runs at the instants visited anyway, rather
+ * than at each of its own due times: a 400-day advance stays a matter of seconds. One advance at a time.
  */
 export class ClockAdvance extends Effect.Service<ClockAdvance>()("TestClock/ClockAdvance", {
   effect: Effect.gen(function*() {
-    const { aggregator, deliveries, idempotency, respondentLimits, respondentPurge, settings, simulated } = yield* Effect.all({
-      simulated: SimulatedClock,
-      deliveries: DeliveryRepo,
-      settings: DeliverySettings,
-      aggregator: Aggregator,
-      respondentPurge: RespondentPurge,
-      respondentLimits: RespondentLimits,
-      idempotency: Idempotency
-    })
-    const leaseMillis = leaseMillisOf(yield* AppConfig)
-    const context = yield* Effect.context<DeliveryRepo | Signer | AppConfig | WebhookRepo | Redelivery>()
-    const nextAttemptAfter = yield* nextAttemptAfterOf
-    const lock = yield* Effect.makeSemaphore(1)
+    const simulated = yield* SimulatedClock
+    const { jobs } = yield* BackgroundJobs
+    const gate = yield* RoundGate
 
-    // The periodic jobs at their production periods, each next due at its instant (all at the first advance).
-    const periodic: ReadonlyArray<{ readonly name: string; readonly periodMillis: number; readonly run: Effect.Effect<unknown, unknown> }> = [
-      { name: "webhook attempt purge", periodMillis: Duration.toMillis(settings.purgeInterval), run: Effect.provide(purgeOnce, context) },
-      { name: "respondent token purge", periodMillis: HOUR, run: Effect.zip(respondentPurge.run(), respondentLimits.forget) },
-      { name: "idempotency key purge", periodMillis: HOUR, run: idempotency.prune() }
-    ]
-    const nextRunAt = new Map<string, number>(periodic.map((job) => [job.name, Number.NEGATIVE_INFINITY]))
-
-    /**
-     * Every attempt due at `now`, in due order, until none is left; answers how many were made,
-     * and when the first attempt held back by its webhook's rate (v1-extensions §X5.3) may be made.
-     */
-    const attemptsDue = (now: number) =>
+    /** The round of every job due at `now`: what they did, and the next instant after `now` one is due. */
+    const runDue = (now: number) =>
       Effect.gen(function*() {
-        while ((yield* deliveries.fanOut(now, settings.batch)) >= settings.batch) {
-          // A full batch fanned out: more events may be waiting.
+        let deliveryAttempts = 0
+        let jobsRun = 0
+        let next: number | null = null
+        for (const job of jobs) {
+          let coming = yield* job.dueAt(now)
+          if (coming !== null && coming <= now) {
+            const round = yield* Effect.orDie(job.round)
+            deliveryAttempts += round.deliveryAttempts
+            jobsRun++
+            coming = round.nextDue
+          }
+          if (!job.catchesUp && coming !== null && coming > now && (next === null || coming < next)) next = coming
         }
-        let made = 0
-        while (true) {
-          const { heldUntil, rows } = yield* deliveries.claim({
-            now,
-            free: settings.maxConcurrent,
-            perWebhook: settings.perWebhook,
-            inFlight: new Map(),
-            leaseMillis
-          })
-          if (rows.length === 0) return { made, heldUntil }
-          const settled = yield* Effect.forEach(rows, attemptDelivery, { concurrency: "unbounded" })
-          yield* deliveries.settle(settled.flatMap((s): ReadonlyArray<Settled> => Option.toArray(s)))
-          made += settled.filter(Option.isSome).length
-        }
-      })
-
-    /** The jobs due at `now`; answers how many ran. */
-    const jobsDue = (now: number) =>
-      Effect.gen(function*() {
-        let ran = 0
-        for (const job of periodic) {
-          if ((nextRunAt.get(job.name) ?? 0) > now) continue
-          yield* Effect.orDie(job.run)
-          nextRunAt.set(job.name, now + job.periodMillis)
-          ran++
-        }
-        return ran
+        return { deliveryAttempts, jobsRun, next }
       })
 
     /** Moves the clock to `target` (Clock millis, not before now), running everything due up to it. */
     const advanceTo = (target: number) =>
       Effect.gen(function*() {
-        let attempts = 0
-        let jobs = 0
-        yield* Effect.orDie(aggregator.catchUp())
-        yield* Effect.orDie(aggregator.sweepLayouts())
-        jobs += 2
         let now = yield* Clock.currentTimeMillis
+        let deliveryAttempts = 0
+        let jobsRun = 0
         while (true) {
-          jobs += yield* jobsDue(now)
-          const { heldUntil, made } = yield* attemptsDue(now)
-          attempts += made
-          const due = yield* nextAttemptAfter(now)
-          // An attempt held back by its webhook's rate is due again when its slot opens.
-          const held = heldUntil === null ? null : Math.max(Math.ceil(heldUntil), now + 1)
-          const next = due === null ? held : held === null ? due : Math.min(due, held)
-          if (next === null || next > target) break
-          yield* simulated.setTo(next)
-          now = next
+          const done = yield* runDue(now)
+          deliveryAttempts += done.deliveryAttempts
+          jobsRun += done.jobsRun
+          if (now >= target) break
+          now = done.next === null ? target : Math.min(done.next, target)
+          yield* simulated.setTo(now)
         }
-        if (target > now) {
-          yield* simulated.setTo(target)
-          jobs += yield* jobsDue(target)
-          attempts += (yield* attemptsDue(target)).made
-        }
-        return { now: yield* Clock.currentTimeMillis, deliveryAttempts: attempts, jobsRun: jobs } satisfies Advanced
-      }).pipe(Effect.provide(context), lock.withPermits(1), Effect.withSpan("ClockAdvance.advanceTo"))
+        return { now: yield* Clock.currentTimeMillis, deliveryAttempts, jobsRun } satisfies Advanced
+      }).pipe(gate.alone, Effect.withSpan("ClockAdvance.advanceTo"))
 
     return { advanceTo } as const
   })

@@ -6,6 +6,7 @@ import { WriteAccess } from "../Auth/WriteAccess.js"
 import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
 import { IsoInstant } from "../Domain/Time.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
+import { describeWireErrors, documentEveryAnswerHeader } from "../Http/OpenApiWire.js"
 
 const units = { W: 7 * 86_400_000, D: 86_400_000, H: 3_600_000, M: 60_000, S: 1000 } as const
 const isoDuration = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:[.,]\d{1,3})?)S)?)?$/
@@ -50,7 +51,7 @@ export const AdvanceRequest = Schema.Struct({
 export const Advanced = Schema.Struct({
   now: Schema.String.annotations({ description: "The simulated time after the advance." }),
   deliveryAttempts: Schema.Int.annotations({ description: "Webhook delivery attempts made on the way." }),
-  jobsRun: Schema.Int.annotations({ description: "Background jobs run on the way (aggregation, purges)." })
+  jobsRun: Schema.Int.annotations({ description: "Rounds of background jobs run on the way (delivery, aggregation, purges)." })
 }).annotations({ identifier: "TestClockAdvanced" })
 
 const readClock = HttpApiEndpoint.get("get", "/test/clock")
@@ -78,5 +79,14 @@ export class TestClockApi extends HttpApiGroup.make("testClock").add(readClock).
   .annotate(OpenApi.Title, "Test clock")
 {}
 
-/** The API of a process on a simulated clock: the service's, with the test clock. */
+/** The header every answer of a process on a simulated clock carries (v1-extensions §X5.1). */
+export const TEST_CLOCK_HEADER = "Test-Clock"
+
+const documentTestClockHeader = documentEveryAnswerHeader(TEST_CLOCK_HEADER, {
+  description: "The simulated time when the answer was made (ISO 8601): this process runs on a test clock.",
+  schema: { type: "string", format: "date-time" }
+})
+
+/** The API of a process on a simulated clock: the service's, with the test clock, each answer declaring its `Test-Clock` header. */
 export const TestClockServiceApi = Api.add(TestClockApi)
+  .annotate(OpenApi.Transform, (spec) => documentTestClockHeader(describeWireErrors(spec)))

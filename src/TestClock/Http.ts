@@ -1,10 +1,10 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpServerResponse } from "@effect/platform"
 import { Clock, Duration, Effect } from "effect"
 import { canWrite, CurrentKey } from "../Auth/CurrentKey.js"
 import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
 import { parseIsoInstant, toIso } from "../Domain/Time.js"
 import { ClockAdvance } from "./Advance.js"
-import { TestClockServiceApi } from "./Api.js"
+import { TEST_CLOCK_HEADER, TestClockServiceApi } from "./Api.js"
 import { SimulatedClock } from "./SimulatedClock.js"
 
 /** The farthest one advance may move the clock. */
@@ -45,3 +45,8 @@ export const TestClockHttpLive = HttpApiBuilder.group(TestClockServiceApi, "test
           return { now: toIso(advanced.now), deliveryAttempts: advanced.deliveryAttempts, jobsRun: advanced.jobsRun }
         }))
   }))
+
+/** Every answer of a process on a simulated clock carries the simulated time it was made at (v1-extensions §X5.1). */
+export const withTestClockHeader = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+  Effect.flatMap(app, (response) =>
+    Effect.map(Clock.currentTimeMillis, (now) => HttpServerResponse.setHeader(response, TEST_CLOCK_HEADER, toIso(now))))

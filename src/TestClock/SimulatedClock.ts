@@ -3,10 +3,11 @@ import { RealTime } from "../Background/RealTime.js"
 
 /**
  * The process's simulated clock (v1-extensions §X5.1): the time the service reads stands still
- * at `now` until it is set forward. Waits (`Effect.sleep`, every timeout) stay real, since the
- * only ones left in this mode bound I/O: an attempt's 15 s, the database's timeouts, a drain.
- * The background loops that would sleep on the clock do not run; `POST /test/clock/advance`
- * runs their work instead (src/TestClock/Advance.ts).
+ * at `now` until it is set forward. Waits (`Effect.sleep`, every timeout) stay real: they bound
+ * I/O (an attempt's 15 s, the database's timeouts, a drain) or are the background loops' rests:
+ * while the clock stands, the loops look again as often as they would in real time and do what
+ * is due at its instant. `POST /test/clock/advance` runs the same jobs' rounds in due
+ * order as it moves the clock (src/TestClock/Advance.ts).
  */
 export class SimulatedClock extends Context.Tag("TestClock/SimulatedClock")<SimulatedClock, {
   /** The `Clock` the whole process runs on. */

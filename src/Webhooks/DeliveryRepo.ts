@@ -93,6 +93,7 @@ export interface Settled {
 const Outlook = Schema.Struct({
   eventsWaiting: Schema.Number,
   due: Schema.NullOr(Schema.Number),
+  upcoming: Schema.NullOr(Schema.Number),
   leased: Schema.NullOr(Schema.Number)
 })
 /** The fan-out cursor and the highest event number of its next batch, none when no event is new. */
@@ -362,23 +363,25 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
               CASE WHEN (SELECT MAX(seq) FROM events) > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
                 THEN 1 ELSE 0 END AS events_waiting,
               (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND lease_until <= ${now}) AS due,
+              (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND next_attempt_at > ${now}) AS upcoming,
               (SELECT MIN(lease_until) FROM deliveries WHERE state = 'pending' AND lease_until > ${now}) AS leased`
     })
 
     /**
      * What a round would find, in one statement outside any transaction: whether the outbox holds
      * events past the fan-out cursor (`eventsWaiting`), whether a delivery is due at `now`
-     * (`dueNow`; its webhook may still hold it back), and when something may next become
-     * claimable (`wakeAt`: the earliest due delivery or expiring lease). An idle worker's round is
+     * (`dueNow`; its webhook may still hold it back, or be disabled), and when something may next
+     * become claimable after `now` (`wakeAt`: the earliest delivery coming due or lease expiring; a
+     * delivery due already does not hide those coming after it). An idle worker's round is
      * this statement alone, not the fan-out's and the claim's transactions. An event whose
      * transaction is still open is not seen; a later look sees it.
      */
     const outlook = (now: number) =>
       outlookQuery(now).pipe(
-        Effect.map(({ due, eventsWaiting, leased }) => ({
+        Effect.map(({ due, eventsWaiting, leased, upcoming }) => ({
           eventsWaiting: eventsWaiting === 1,
           dueNow: due !== null && due <= now,
-          wakeAt: due === null ? leased : leased === null ? due : Math.min(due, leased)
+          wakeAt: upcoming === null ? leased : leased === null ? upcoming : Math.min(upcoming, leased)
         })),
         Effect.orDie
       )

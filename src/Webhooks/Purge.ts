@@ -1,6 +1,5 @@
-import { Clock, Duration, Effect, Layer, Schedule } from "effect"
-import { JobLeases } from "../Background/JobLeases.js"
-import { periodically } from "../Background/Supervise.js"
+import { Clock, Duration, Effect, Layer } from "effect"
+import { periodJob, runJob } from "../Background/Jobs.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 import { eventRetention, Redelivery } from "./Redelivery.js"
 import { WebhookRepo } from "./WebhookRepo.js"
@@ -30,12 +29,16 @@ export const purgeOnce = Effect.gen(function*() {
  * The periodic purge: at start, then every `purgeInterval` (an hour); of all processes on the
  * database, the first to get there in a period runs it.
  */
-export const PurgeLive = Layer.scopedDiscard(Effect.gen(function*() {
+export const attemptPurgeJob = Effect.gen(function*() {
   const settings = yield* DeliverySettings
-  const jobs = yield* JobLeases
-  yield* periodically(
-    "webhook attempt purge",
-    jobs.oncePerPeriod("webhook-attempt-purge", Duration.toMillis(settings.purgeInterval), purgeOnce),
-    Schedule.spaced(settings.purgeInterval)
-  )
-}))
+  const context = yield* Effect.context<WebhookRepo | Redelivery>()
+  return yield* periodJob({
+    name: "webhook attempt purge",
+    key: "webhook-attempt-purge",
+    period: settings.purgeInterval,
+    run: Effect.provide(purgeOnce, context)
+  })
+})
+
+/** The periodic purge in the background of a server. */
+export const PurgeLive = Layer.scopedDiscard(Effect.flatMap(attemptPurgeJob, runJob))
