@@ -1,7 +1,8 @@
 import { expect, it } from "@effect/vitest"
-import { Clock, Effect, Queue, Schedule } from "effect"
+import { Clock, Duration, Effect, Queue } from "effect"
 import { waiting, working } from "../src/Background/LoopRounds.js"
-import { periodically, registerLoop, supervise } from "../src/Background/Supervise.js"
+import { processJob, runJob } from "../src/Background/Jobs.js"
+import { registerLoop, supervise } from "../src/Background/Supervise.js"
 import { advance, RecordedRounds } from "./support/Advance.js"
 
 // A round that takes real time, as a round of statements on PostgreSQL does: the clock must not
@@ -11,12 +12,11 @@ const roundTrip = Effect.promise(() => new Promise<void>((resolve) => setTimeout
 it.scoped("advance moves the clock only once the rounds it woke are finished and asleep again", () =>
   Effect.gen(function*() {
     const runs: Array<number> = []
-    yield* periodically(
-      "every 100 ms",
-      Effect.zipRight(roundTrip, Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => runs.push(now)))),
-      Schedule.spaced("100 millis"),
-      { untraced: true }
-    )
+    yield* runJob(processJob({
+      name: "every 100 ms",
+      every: Duration.millis(100),
+      run: Effect.zipRight(roundTrip, Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => runs.push(now))))
+    }))
     yield* advance("1 second")
     expect(runs).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000])
   }).pipe(Effect.provide(RecordedRounds)))
@@ -27,15 +27,14 @@ it.scoped("a loop woken by another one's signal is waited for as well", () =>
     const handled: Array<number> = []
     const follower = yield* registerLoop("follower")
     // Sleeps on the clock and signals the follower after each (slow) round.
-    yield* periodically(
-      "leader",
-      Effect.gen(function*() {
+    yield* runJob(processJob({
+      name: "leader",
+      every: Duration.seconds(1),
+      run: Effect.gen(function*() {
         yield* roundTrip
         yield* follower.wake(Effect.flatMap(Clock.currentTimeMillis, (now) => Queue.offer(signals, now)))
-      }),
-      Schedule.spaced("1 second"),
-      { untraced: true }
-    )
+      })
+    }))
     // Waits for the signal, then works for a while before it takes the next one.
     yield* supervise(
       "follower",

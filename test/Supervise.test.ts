@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
-import { Cause, Clock, Effect, Layer, Logger, Schedule } from "effect"
+import { Cause, Clock, Duration, Effect, Layer, Logger } from "effect"
 import { DatabaseLive } from "../src/App.js"
-import { periodically } from "../src/Background/Supervise.js"
+import { processJob, runJob } from "../src/Background/Jobs.js"
 import { advance, RecordedRounds } from "./support/Advance.js"
 import { TestConfig } from "./support/TestServer.js"
 
@@ -30,16 +30,15 @@ it.scoped("a loop whose database fails retries 1 s, 2 s, 4 s … apart, at most 
     yield* sql`CREATE TABLE probe_ticks (at BIGINT NOT NULL)`
     const tries: Array<number> = []
     // As the aggregator polls: every 100 ms, a statement each time.
-    yield* periodically(
-      "probe",
-      Effect.gen(function*() {
+    yield* runJob(processJob({
+      name: "probe",
+      every: Duration.millis(100),
+      run: Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         tries.push(now)
         yield* sql`INSERT INTO probe_ticks (at) VALUES (${now})`
-      }),
-      Schedule.spaced("100 millis"),
-      { untraced: true }
-    )
+      })
+    }))
     yield* advance("200 millis")
     expect(tries).toEqual([0, 100, 200])
 

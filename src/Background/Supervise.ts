@@ -1,5 +1,5 @@
 import { Cause, Clock, Duration, Effect, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
-import { CurrentLoop, type LoopReport, LoopRounds, parked } from "./LoopRounds.js"
+import { CurrentLoop, type LoopReport, LoopRounds } from "./LoopRounds.js"
 
 /**
  * How long a failing background loop waits before each try: 1 s, doubling, at most 30 s. A loop
@@ -12,11 +12,6 @@ export const retryBackoff: Schedule.Schedule<Duration.Duration> = Schedule.delay
 
 /** How long a loop that ended (rather than failed) waits before it starts again. */
 const restartAfter = Duration.seconds(1)
-
-/** `schedule`, telling the current loop (src/Background/LoopRounds.ts) until when each of its sleeps lasts. */
-const reported = <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>) =>
-  Schedule.onDecision(schedule, (_, decision) =>
-    ScheduleDecision.isDone(decision) ? Effect.void : parked(ScheduleIntervals.start(decision.intervals)))
 
 /** A loop of the current graph, reporting its rounds until the scope closes (src/Background/LoopRounds.ts). */
 export const registerLoop = (name: string) => Effect.flatMap(LoopRounds, (rounds) => rounds.register(name))
@@ -103,20 +98,3 @@ export const supervise = <E, R>(
 /** Work inside a background loop that is traced: a root span of its own, whatever the loop's setting. */
 export const traced = (name: string) => <A, E, R>(work: Effect.Effect<A, E, R>) =>
   work.pipe(Effect.withSpan(name, { root: true }), Effect.withTracerEnabled(true))
-
-/**
- * Runs `job` now and then on `schedule`, in the background of the current scope. A failed run is
- * retried on the supervisor's policy (`supervise`) until one succeeds; the schedule then goes on.
- * Each run is a span named `job <name>` unless `untraced` (a job that runs every few milliseconds
- * and traces its real work itself).
- */
-export const periodically = <A, E, R>(
-  name: string,
-  job: Effect.Effect<A, E, R>,
-  schedule: Schedule.Schedule<unknown, unknown>,
-  options: { readonly untraced?: boolean } = {}
-) =>
-  supervise(
-    name,
-    (options.untraced === true ? job : traced(`job ${name}`)(job)).pipe(Effect.repeat(reported(schedule)))
-  )

@@ -63,8 +63,12 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         const ids = doomed.map((d) => d.id)
         yield* subtractContributions(ids)
         const bySurvey = Object.values(Arr.groupBy(doomed, (d) => d.surveyId))
-        yield* reducePayloads(doomed)
+        // The surveys' clock rows before the events, as a save stamps before it appends its events
+        // (src/Responses/ChangeClockRepo.ts): a save holding a clock row may queue for the events'
+        // table behind an outbox reader, which waits for every transaction that wrote events. Were
+        // this one among them while it waits for that clock row, the three would stand still.
         for (const rows of bySurvey) yield* repo.raiseClock(rows[0].surveyId, rows.map((d) => d.id))
+        yield* reducePayloads(doomed)
         yield* repo.deleteResponses(ids)
         for (const d of doomed) {
           yield* outbox.append({
