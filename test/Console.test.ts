@@ -1,4 +1,4 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
@@ -8,6 +8,7 @@ import { BackgroundLive } from "../src/App.js"
 import { browserContext, CHROMIUM, pageErrors, seriousViolations } from "./support/Browser.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, get, testDatabase, TestServer } from "./support/TestServer.js"
+import { PROCESS_TEST_TIMEOUT, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 // The console drives the same API on either database; one pass (SQLite) keeps the suite's time.
@@ -160,6 +161,10 @@ describe.skipIf(!runs)("the console in a real browser", () => {
         yield* Effect.promise(async () => {
           await page.getByRole("button", { name: "Refresh log" }).click()
           await poll(() => page.locator("tbody tr").count()).toBe(4)
+          await page.getByRole("button", { name: "Remove webhook" }).click()
+          await page.getByRole("button", { name: "Remove it" }).click()
+          await page.getByRole("status").filter({ hasText: "The webhook is removed." }).waitFor()
+          await poll(() => page.locator(".facts").textContent()).toContain("not set up")
           await page.getByRole("link", { name: "Usage" }).click()
           await page.getByRole("heading", { name: "Today" }).waitFor()
           await expectAccessible(page, "usage")
@@ -241,4 +246,21 @@ describe.skipIf(!runs)("the console in a real browser", () => {
         expect(stored.body).toMatchObject({ title: "Changed in the first tab" })
       }), 120_000)
   })
+
+  it.live("works on a process serving on the simulated clock (serve --test-clock)", () =>
+    Effect.gen(function*() {
+      const { flags } = yield* sharedDatabase(baseFixture)
+      const server = yield* serveProcess([...flags, "--test-clock", "2026-03-02T09:00:00.000Z"])
+      const context = yield* browserContext({ width: 1280, height: 900 })
+      const page = yield* Effect.promise(() => context.newPage())
+      const errors = pageErrors(page)
+      yield* Effect.promise(async () => {
+        await signIn(page, server.base, TOKENS.editor)
+        await page.locator("tbody tr").first().waitFor()
+        await page.getByRole("link", { name: "Usage", exact: true }).click()
+        // The day resets at the simulated clock's next midnight.
+        await page.getByText("resets 2026-03-03 00:00:00 UTC").waitFor()
+      })
+      expect(errors).toEqual([])
+    }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })

@@ -28,7 +28,8 @@ export class ErasuresApi extends HttpApiGroup.make("erasures")
       .annotate(
         OpenApi.Description,
         "Deletes every response of the workspace carrying the externalUserId (as DELETE of each does, one " +
-          "response.deleted event each) and the embed sessions made for it, in one transaction. Repeating it answers " +
+          "response.deleted event each) and the embed sessions made for it. The responses go 100 per transaction, each " +
+          "with its events; after a failure half way, the same request deletes the rest. Repeating it answers " +
           "deletedResponses 0. Editor keys of the whole workspace only: a survey-limited key answers 403."
       )
   )

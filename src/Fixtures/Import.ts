@@ -3,7 +3,7 @@ import { hashToken } from "../Auth/Token.js"
 import { storedValue } from "../Domain/AnswerValue.js"
 import type { StoredQuestionType } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
-import { Transactions } from "../Sql/Transactions.js"
+import { batchCommitted, type DatabaseError as SqlError, Transactions, WorkBatches } from "../Sql/Transactions.js"
 import { Fixture, type FixtureInput } from "./Fixture.js"
 import { ImportRepo } from "./ImportRepo.js"
 
@@ -19,7 +19,8 @@ export interface ImportSummary {
   readonly answers: number
 }
 
-const batch = 400
+/** Rows per statement of the import's lookups and inserts. */
+const lookups = 400
 
 export class FixtureInvalid extends Schema.TaggedError<FixtureInvalid>()("FixtureInvalid", {
   message: Schema.String
@@ -39,15 +40,22 @@ export const decodeFixture = (input: unknown) =>
   )
 
 /**
- * Loads a fixture in one transaction, idempotent by id: rows that exist are replaced,
- * a response's answers are replaced as a whole. Importing responses emits no events.
+ * Loads a fixture, idempotent by id: rows that exist are replaced, a response's answers are
+ * replaced as a whole. Importing responses emits no events.
+ *
+ * Everything but the responses goes in one transaction, which also checks that every response's
+ * survey is stored; the responses follow in transactions of WorkBatches' `import` responses each
+ * (with their answers and their surveys' counts), so that a large fixture never holds the database
+ * for long. A fixture refused by the first transaction changes nothing; an import stopped later
+ * keeps the batches it committed, and importing the same fixture again completes it.
  */
 export const importFixture = Effect.fn("Fixtures.import")(function*(fixture: Fixture) {
   const transactions = yield* Transactions
   const repo = yield* ImportRepo
+  const { import: batch } = yield* WorkBatches
   const now = toIso(yield* Clock.currentTimeMillis)
 
-  const run = Effect.gen(function*() {
+  const structure = Effect.gen(function*() {
     for (const p of fixture.plans) yield* repo.plan(p)
     for (const a of fixture.accounts) yield* repo.account(a)
     for (const w of fixture.workspaces) yield* repo.workspace(w)
@@ -66,19 +74,36 @@ export const importFixture = Effect.fn("Fixtures.import")(function*(fixture: Fix
         yield* repo.question(s.id, q)
       }
     }
+    for (const ids of Arr.chunksOf(fixture.surveys.map((s) => s.id), lookups)) yield* repo.recountQuestions(ids)
 
-    // Question types of surveys that the fixture answers but does not define.
+    // Surveys that the fixture answers but does not define: they must be stored, with their questions' types.
     const missing = Arr.dedupe(fixture.responses.map((r) => r.surveyId)).filter((id) => !types.has(id))
-    for (const ids of Arr.chunksOf(missing, batch)) {
+    for (const ids of Arr.chunksOf(missing, lookups)) {
+      const stored = new Set(yield* repo.storedSurveys(ids))
+      const dangling = ids.filter((id) => !stored.has(id))
+      if (dangling.length > 0) {
+        return yield* new FixtureInvalid({
+          message: `the fixture could not be stored (nothing was imported): responses of surveys that do not exist: ${
+            dangling.slice(0, 10).join(", ")
+          }`
+        })
+      }
       for (const row of yield* repo.questionTypes(ids)) {
         const map = types.get(row.surveyId) ?? new Map<string, StoredQuestionType>()
         map.set(row.id, row.type)
         types.set(row.surveyId, map)
       }
     }
+    return { questions, types }
+  })
 
-    let answers = 0
-    for (const chunk of Arr.chunksOf(fixture.responses, batch)) {
+  const responses = (chunk: ReadonlyArray<Fixture["responses"][number]>, types: Map<string, Map<string, StoredQuestionType>>) =>
+    Effect.gen(function*() {
+      // The surveys' counts move by what this batch adds and moves, so that they are right at every commit.
+      const counts = new Map<string, number>()
+      const add = (surveyId: string, delta: number) => counts.set(surveyId, (counts.get(surveyId) ?? 0) + delta)
+      for (const row of yield* repo.storedResponses(chunk.map((r) => r.id))) add(row.surveyId, -1)
+      for (const r of chunk) add(r.surveyId, 1)
       yield* repo.responses(chunk, now)
       const rows = chunk.flatMap((r) =>
         r.answers.filter((a) => a.values.length > 0).map((a) => ({
@@ -88,37 +113,40 @@ export const importFixture = Effect.fn("Fixtures.import")(function*(fixture: Fix
           values: JSON.stringify(a.values)
         }))
       )
-      for (const part of Arr.chunksOf(rows, batch)) {
-        answers += part.length
-        yield* repo.answers(part)
-      }
+      for (const part of Arr.chunksOf(rows, lookups)) yield* repo.answers(part)
       yield* repo.refreshDocuments(chunk.map((r) => r.id))
-    }
+      for (const [surveyId, delta] of counts) if (delta !== 0) yield* repo.addResponseCount(surveyId, delta)
+      return rows.length
+    })
 
-    const touched = Arr.dedupe([...fixture.surveys.map((s) => s.id), ...fixture.responses.map((r) => r.surveyId)])
-    for (const ids of Arr.chunksOf(touched, batch)) yield* repo.recount(ids)
+  /** A statement refused by the database; `whole` when that refused the fixture before anything was stored. */
+  const refused = (error: SqlError, whole: boolean) =>
+    new FixtureInvalid({
+      message: `the fixture could not be stored${whole ? " (nothing was imported)" : ""}: ${
+        error.cause instanceof Error ? error.cause.message : error.message
+      }`
+    })
 
-    return {
-      plans: fixture.plans.length,
-      accounts: fixture.accounts.length,
-      workspaces: fixture.workspaces.length,
-      members: fixture.members.length,
-      apiKeys: fixture.apiKeys.length,
-      surveys: fixture.surveys.length,
-      questions,
-      responses: fixture.responses.length,
-      answers
-    } satisfies ImportSummary
-  })
-
-  return yield* transactions.within(run).pipe(
-    Effect.catchTag("SqlError", (error) =>
-      new FixtureInvalid({
-        message: `the fixture could not be stored (nothing was imported): ${
-          error.cause instanceof Error ? error.cause.message : error.message
-        }`
-      }))
+  const { questions, types } = yield* transactions.within(structure).pipe(
+    Effect.catchTag("SqlError", (error) => refused(error, true))
   )
+  let answers = 0
+  for (const chunk of Arr.chunksOf(fixture.responses, batch)) {
+    answers += yield* transactions.within(responses(chunk, types)).pipe(Effect.catchTag("SqlError", (error) => refused(error, false)))
+    yield* batchCommitted("import")
+  }
+
+  return {
+    plans: fixture.plans.length,
+    accounts: fixture.accounts.length,
+    workspaces: fixture.workspaces.length,
+    members: fixture.members.length,
+    apiKeys: fixture.apiKeys.length,
+    surveys: fixture.surveys.length,
+    questions,
+    responses: fixture.responses.length,
+    answers
+  } satisfies ImportSummary
 }, Effect.provide(ImportRepo.Default))
 
 export const importFixtureInput = (input: FixtureInput | unknown) =>

@@ -20,7 +20,7 @@ export type ImportedAnswer = {
 
 /**
  * The statements of a fixture import, each an insert or a replacement by id. Run inside the
- * import's transaction; a failure is the caller's to report.
+ * import's transactions; a failure is the caller's to report.
  */
 export class ImportRepo extends Effect.Service<ImportRepo>()("Fixtures/ImportRepo", {
   effect: Effect.gen(function*() {
@@ -124,13 +124,29 @@ export class ImportRepo extends Effect.Service<ImportRepo>()("Fixtures/ImportRep
       sql`INSERT INTO answers ${sql.insert(rows)}
         ON CONFLICT (response_id, question_id) DO UPDATE SET value = excluded.value, "values" = excluded."values"`
 
-    /** The surveys' question and response counts, counted again. */
-    const recount = (surveyIds: ReadonlyArray<string>) =>
+    /** The surveys' question counts, counted again. */
+    const recountQuestions = (surveyIds: ReadonlyArray<string>) =>
       sql`UPDATE surveys SET
           question_count = (SELECT COUNT(*) FROM questions q
-                            WHERE q.survey_id = surveys.id AND q.deleted = 0 AND q.type <> 'section'),
-          response_count = (SELECT COUNT(*) FROM responses r WHERE r.survey_id = surveys.id)
+                            WHERE q.survey_id = surveys.id AND q.deleted = 0 AND q.type <> 'section')
         WHERE id IN ${sql.in(surveyIds)}`
+
+    /** Those of the surveys that are stored. */
+    const storedSurveys = (surveyIds: ReadonlyArray<string>) =>
+      sql`SELECT id FROM surveys WHERE id IN ${sql.in(surveyIds)}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
+        Effect.map((rows) => rows.map((row) => row.id))
+      )
+
+    /** The surveys of those of the responses that are stored. */
+    const storedResponses = (responseIds: ReadonlyArray<string>) =>
+      sql`SELECT id, survey_id FROM responses WHERE id IN ${sql.in(responseIds)}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String, surveyId: Schema.String }))))
+      )
+
+    /** Adds `delta` to the survey's response count. */
+    const addResponseCount = (surveyId: string, delta: number) =>
+      sql`UPDATE surveys SET response_count = response_count + ${delta} WHERE id = ${surveyId}`
 
     /** Whether a workspace with this id is stored. */
     const workspaceExists = (id: string) =>
@@ -148,7 +164,10 @@ export class ImportRepo extends Effect.Service<ImportRepo>()("Fixtures/ImportRep
       responses,
       answers,
       refreshDocuments: (responseIds: ReadonlyArray<string>) => refreshAnswerDocuments(sql, responseIds),
-      recount,
+      recountQuestions,
+      storedSurveys,
+      storedResponses,
+      addResponseCount,
       workspaceExists
     } as const
   })

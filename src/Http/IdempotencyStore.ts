@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { column, rowShape } from "../Sql/Rows.js"
+import { inBatches } from "../Sql/Transactions.js"
 
 /** The stored first answer to a key, as read back for a repeat. */
 const StoredAnswer = rowShape({
@@ -40,12 +41,15 @@ export class IdempotencyStore extends Effect.Service<IdempotencyStore>()("Http/I
         Effect.orDie
       )
 
-    /** Deletes the answers created at or before `expiredBefore`; answers how many. */
+    /** Deletes the answers created at or before `expiredBefore`, oldest first, WorkBatches' `purge` per statement; answers how many. */
     const prune = (expiredBefore: number) =>
-      // A range closed by the oldest answer, walked by the age index (WebhookRepo.purgeAttempts says why).
-      sql`DELETE FROM idempotency_keys
-        WHERE created_at >= (SELECT MIN(created_at) FROM idempotency_keys) AND created_at <= ${expiredBefore}
-        RETURNING scope`.pipe(Effect.map((rows) => rows.length), Effect.orDie)
+      inBatches("idempotency key purge", (limit) =>
+        // A range closed by the oldest answer, walked by the age index (WebhookRepo.purgeAttempts says why).
+        sql`DELETE FROM idempotency_keys WHERE (scope, idempotency_key) IN (
+            SELECT scope, idempotency_key FROM idempotency_keys
+            WHERE created_at >= (SELECT MIN(created_at) FROM idempotency_keys) AND created_at <= ${expiredBefore}
+            ORDER BY created_at LIMIT ${limit})
+          RETURNING scope`.pipe(Effect.map((rows) => rows.length), Effect.orDie))
 
     return { claim, storeAnswer, storedAnswer, prune } as const
   })

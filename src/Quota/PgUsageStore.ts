@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { isDatabaseUnavailable, isPgPoolExhausted } from "../Sql/Busy.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, rowShape } from "../Sql/Rows.js"
+import { inBatches } from "../Sql/Transactions.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
 import { aggregate, pruning, storeBusy, storedUsages } from "./UsageRows.js"
@@ -117,11 +118,16 @@ export const makePgUsageStore = Effect.gen(function*() {
 
   const forget = (prefix: string, now: number, burstBefore: number) =>
     Effect.gen(function*() {
-      const days = yield* sql`DELETE FROM usage_daily WHERE account_id LIKE ${`${prefix}%`} AND day < ${utcDay(now)}
-          RETURNING account_id`
-      const stamps = yield* sql`DELETE FROM usage_burst WHERE account_id LIKE ${`${prefix}%`} AND at_ms <= ${burstBefore}
-          RETURNING account_id`
-      return days.length + stamps.length
+      // At most a batch of rows per statement: a request's settle waits for the rows it counts on.
+      const days = yield* inBatches("usage count purge", (limit) =>
+        sql`DELETE FROM usage_daily WHERE (account_id, day) IN (
+            SELECT account_id, day FROM usage_daily WHERE account_id LIKE ${`${prefix}%`} AND day < ${utcDay(now)} LIMIT ${limit})
+          RETURNING account_id`.pipe(Effect.map((rows) => rows.length)))
+      const stamps = yield* inBatches("usage count purge", (limit) =>
+        sql`DELETE FROM usage_burst WHERE (account_id, at_ms) IN (
+            SELECT account_id, at_ms FROM usage_burst WHERE account_id LIKE ${`${prefix}%`} AND at_ms <= ${burstBefore} LIMIT ${limit})
+          RETURNING account_id`.pipe(Effect.map((rows) => rows.length)))
+      return days + stamps
     }).pipe(busyOrDie, Effect.withSpan("UsageStore.forget"))
 
   return {

@@ -4,6 +4,7 @@ import { Clock, Effect, Schedule } from "effect"
 import type { ServiceUnavailable } from "../Domain/Errors.js"
 import { isSqliteBusy } from "../Sql/Busy.js"
 import { nullableNum, num, text } from "../Sql/Rows.js"
+import { inBatches } from "../Sql/Transactions.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
 import {
@@ -120,8 +121,11 @@ export const makeQuotaFileStore = (busyTimeoutMs: number) =>
     const addDay = db.query(addDailySql)
     const addStamp = db.query(addBurstSql)
     const pruneStamps = db.query("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
-    const forgetDays = db.query("DELETE FROM usage_daily WHERE account_id LIKE ? AND day < ?")
-    const forgetStamps = db.query("DELETE FROM usage_burst WHERE account_id LIKE ? AND at_ms <= ?")
+    // At most a batch of rows per statement: the file's one writer is on every request's path.
+    const forgetDays = db.query(`DELETE FROM usage_daily WHERE (account_id, day) IN (
+      SELECT account_id, day FROM usage_daily WHERE account_id LIKE ? AND day < ? LIMIT ?)`)
+    const forgetStamps = db.query(`DELETE FROM usage_burst WHERE (account_id, at_ms) IN (
+      SELECT account_id, at_ms FROM usage_burst WHERE account_id LIKE ? AND at_ms <= ? LIMIT ?)`)
 
     const dayCountNow = (accountId: string, now: number) => {
       const row = dayCount.values(accountId, utcDay(now))[0]
@@ -192,8 +196,10 @@ export const makeQuotaFileStore = (busyTimeoutMs: number) =>
       // On every request's path (one call per batch): no span of its own.
       settle: (now, accounts, decider) => withRetries(() => settleNow(now, accounts, decider)),
       forget: (prefix, now, burstBefore) =>
-        withRetries(() =>
-          forgetDays.run(`${prefix}%`, utcDay(now)).changes + forgetStamps.run(`${prefix}%`, burstBefore).changes
+        Effect.zipWith(
+          inBatches("usage count purge", (limit) => withRetries(() => forgetDays.run(`${prefix}%`, utcDay(now), limit).changes)),
+          inBatches("usage count purge", (limit) => withRetries(() => forgetStamps.run(`${prefix}%`, burstBefore, limit).changes)),
+          (days, stamps) => days + stamps
         )
     } satisfies UsageStoreShape
   })

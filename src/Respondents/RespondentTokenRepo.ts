@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { SurveyId } from "../Domain/Ids.js"
 import { RespondentContext } from "../Domain/Respondent.js"
+import { inBatches } from "../Sql/Transactions.js"
 
 /** A stored respondent token as read. */
 const StoredToken = Schema.Struct({
@@ -82,20 +83,33 @@ export class RespondentTokenRepo extends Effect.Service<RespondentTokenRepo>()("
           Effect.asVoid,
           Effect.orDie
         ),
-      /** Deletes the tokens expired by `now`; how many. */
+      /** Deletes the tokens expired by `now`, WorkBatches' `purge` per statement; how many. */
       deleteExpired: (now: string) =>
-        sql`
-        DELETE FROM respondent_tokens WHERE expires_at <= ${now} RETURNING token_hash`.pipe(
-          Effect.flatMap(counted(DeletedTokens)),
-          Effect.orDie
-        ),
-      /** Deletes the embed sessions expired by `before` that no token refers to any more; how many. */
+        inBatches("respondent token purge", (limit) =>
+          sql`
+          DELETE FROM respondent_tokens WHERE token_hash IN (
+            SELECT token_hash FROM respondent_tokens WHERE expires_at <= ${now} ORDER BY expires_at LIMIT ${limit})
+          RETURNING token_hash`.pipe(
+            Effect.flatMap(counted(DeletedTokens)),
+            Effect.orDie
+          )),
+      /**
+       * Deletes the embed sessions expired by `before` that no token refers to any more,
+       * WorkBatches' `purge` per batch; how many.
+       */
       deleteEmbedSessions: (before: string) =>
-        sql`
-        DELETE FROM embed_sessions
-        WHERE expires_at <= ${before}
-          AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = embed_sessions.id)
-        RETURNING id`.pipe(Effect.flatMap(counted(DeletedSessions)), Effect.orDie)
+        inBatches("embed session purge", (limit) =>
+          Effect.gen(function*() {
+            // The batch's ids first, by the expiry index; then those rows by their key.
+            const ids = (yield* sql`
+              SELECT id FROM embed_sessions e
+              WHERE e.expires_at <= ${before}
+                AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = e.id)
+              ORDER BY e.expires_at LIMIT ${limit}`.pipe(Effect.flatMap(Schema.decodeUnknown(DeletedSessions)))).map((row) => row.id)
+            if (ids.length === 0) return 0
+            const deleted = yield* sql`DELETE FROM embed_sessions WHERE id IN ${sql.in(ids)} RETURNING id`
+            return deleted.length
+          }).pipe(Effect.orDie))
     } as const
   })
 }) {}

@@ -4,7 +4,7 @@ import { apply, emptyAggregates } from "../Analytics/Compute.js"
 import type { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
 import { Outbox } from "../Events/OutboxRepo.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
-import { Transactions } from "../Sql/Transactions.js"
+import { batchCommitted, Transactions, WorkBatches } from "../Sql/Transactions.js"
 import { type Doomed, ResponseDeletionRepo } from "./ResponseDeletionRepo.js"
 
 /**
@@ -13,8 +13,12 @@ import { type Doomed, ResponseDeletionRepo } from "./ResponseDeletionRepo.js"
  * event payload that carries it (reduced to `{responseId, externalUserId: null, response: null}`,
  * so neither a redelivery nor a pending retry sends it again), the answers remembered for
  * idempotent retries of its respondent; and one `response.deleted` event each, all in one
- * transaction.
+ * transaction. An erasure goes through the person's responses in such transactions of
+ * WorkBatches' `erasure` responses each.
  */
+
+/** Bounds the erasure's loop: far more batches than a workspace's responses make. */
+const maxBatches = 10_000_000
 export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Responses/ResponseDeletion", {
   effect: Effect.gen(function*() {
     const transactions = yield* Transactions
@@ -42,10 +46,13 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
       Effect.gen(function*() {
         const ids = doomed.map((d) => d.id)
         const linked = yield* repo.linkedEvents(ids)
-        // Events stored before they were linked to their response name it only in the payload.
-        const unlinked = yield* Effect.forEach(Arr.dedupe(doomed.map((d) => d.surveyId)), repo.unlinkedEvents).pipe(
-          Effect.map(Arr.flatten)
-        )
+        // Events stored before they were linked to their response name it only in the payload;
+        // all of them precede the first linked one, which bounds the survey's events looked at.
+        const firstLinked = yield* repo.firstLinkedSeq
+        const unlinked = yield* Effect.forEach(
+          Arr.dedupe(doomed.map((d) => d.surveyId)),
+          (surveyId) => repo.unlinkedEvents(surveyId, firstLinked)
+        ).pipe(Effect.map(Arr.flatten))
         const wanted = new Set<string>(ids)
         for (const event of [...linked, ...unlinked]) {
           const responseId = event.payload.data["responseId"]
@@ -70,15 +77,13 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
         for (const rows of bySurvey) yield* repo.raiseClock(rows[0].surveyId, rows.map((d) => d.id))
         yield* reducePayloads(doomed)
         yield* repo.deleteResponses(ids)
-        for (const d of doomed) {
-          yield* outbox.append({
-            type: "response.deleted",
-            workspaceId: d.workspaceId,
-            surveyId: d.surveyId,
-            responseId: d.id,
-            data: { responseId: d.id, externalUserId: d.externalUserId }
-          })
-        }
+        yield* outbox.appendAll(doomed.map((d) => ({
+          type: "response.deleted" as const,
+          workspaceId: d.workspaceId,
+          surveyId: d.surveyId,
+          responseId: d.id,
+          data: { responseId: d.id, externalUserId: d.externalUserId }
+        })))
         // The surveys' rows last, as a save counts its new response after writing its events
         // (src/Responses/ResponseWriter.ts). Holding a survey's row while the payloads' writes queue
         // behind an outbox reader (src/Sql/Dialect.ts `settledSeq`), which waits for that save, which
@@ -103,25 +108,42 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
      * later response can carry the id. The id stays only in the `response.deleted` events written
      * here (their `data`, as X2.3 requires, for the receivers to learn whose responses went), which
      * are kept 30 days for redelivery like every event. Answers how many responses went.
+     *
+     * The responses go WorkBatches' `erasure` at a time, each batch with its events in a
+     * transaction of its own, so that erasing a person with many responses never holds the
+     * database for long. Stopped half way, the responses already deleted stay deleted with their
+     * events, and the same erasure again deletes the rest (answering how many it deleted).
      */
     const erase = Effect.fn("ResponseDeletion.erase")(function*(input: {
       readonly workspaceId: WorkspaceId
       readonly externalUserId: string
     }) {
+      const batches = yield* WorkBatches
       // The person's tokens go first: a save reads its token again inside its transaction (held
       // FOR SHARE until it commits on PostgreSQL; on SQLite writers take turns), so this waits for
       // saves in flight and the responses they stored are among those read next; a save that
       // comes later finds its token gone.
-      yield* repo.deletePersonTokens(input)
-      const doomed = yield* repo.doomedOfPerson(input)
-      yield* remove(doomed)
+      yield* transactions.within(repo.deletePersonTokens(input))
+      let deleted = 0
+      for (let step = 0; step < maxBatches; step++) {
+        const count = yield* transactions.within(Effect.gen(function*() {
+          const doomed = yield* repo.doomedOfPerson(input, batches.erasure)
+          yield* remove(doomed)
+          return doomed.length
+        }))
+        if (count === 0) break
+        deleted += count
+        yield* batchCommitted("erasure")
+      }
       // Remembered answers of embed session requests for the person (sealed, but holding its one-time URL).
       const hashes = (yield* repo.surveysOf(input.workspaceId)).map((surveyId) =>
         requestHash("POST", `/surveys/${surveyId}/embed-sessions`, { externalUserId: input.externalUserId })
       )
-      yield* repo.deleteRemembered(scopeText({ _tag: "Workspace", workspaceId: input.workspaceId }), hashes)
-      return doomed.length
-    }, (effect) => Effect.orDie(transactions.within(effect)))
+      yield* transactions.within(
+        repo.deleteRemembered(scopeText({ _tag: "Workspace", workspaceId: input.workspaceId }), hashes)
+      )
+      return deleted
+    }, Effect.orDie)
 
     return { deleteOne, erase } as const
   })

@@ -21,6 +21,7 @@ export type StoredEvent = typeof StoredEvent.Type
 const encodePayload = Schema.encodeSync(Schema.parseJson(EventEnvelope))
 
 const SurveyRow = Schema.Struct({ id: SurveyId })
+const EventSeq = Schema.Struct({ seq: Schema.Number })
 
 /** Rows decoded with `schema`; a row of another shape is a defect. */
 const decodeAll = <A, I>(schema: Schema.Schema<A, I>) => {
@@ -36,7 +37,7 @@ const responseEventTypes = ["response.completed", "response.created", "response.
 
 /**
  * The statements of deleting and erasing responses (ResponseDeletion runs them in one
- * transaction): finding the doomed responses, their rows and what remembers them, the stored
+ * transaction per response deleted, or per batch of an erasure): finding the doomed responses, their rows and what remembers them, the stored
  * events that carry them, the tokens and embed sessions of an erased person.
  */
 export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()("Responses/ResponseDeletionRepo", {
@@ -64,13 +65,16 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
         WHERE r.id = ${input.responseId} AND r.survey_id = ${input.surveyId} AND s.workspace_id = ${input.workspaceId}${locked}`
         .pipe(Effect.flatMap(decodeDoomed))
 
-    /** Every response of the workspace carrying the person's `externalUserId` (trashed surveys included), locked. */
-    const doomedOfPerson = (input: { readonly workspaceId: WorkspaceId; readonly externalUserId: string }) =>
+    /**
+     * Up to `limit` responses of the workspace carrying the person's `externalUserId` (trashed
+     * surveys included), locked.
+     */
+    const doomedOfPerson = (input: { readonly workspaceId: WorkspaceId; readonly externalUserId: string }, limit: number) =>
       sql`
         SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
         JOIN surveys s ON s.id = r.survey_id
         WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
-        ORDER BY r.survey_id, r.created_at, r.id${locked}`.pipe(Effect.flatMap(decodeDoomed))
+        ORDER BY r.survey_id, r.created_at, r.id LIMIT ${limit}${locked}`.pipe(Effect.flatMap(decodeDoomed))
 
     /**
      * Deletes the person's respondent tokens (those made for the person and those of the person's
@@ -116,12 +120,29 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
           Effect.flatMap(decodeStoredEvents)
         )).pipe(Effect.map(Arr.flatten))
 
-    /** The survey's stored response events not linked to their response, stored before events were. */
-    const unlinkedEvents = (surveyId: SurveyId) =>
-      sql`SELECT seq, payload FROM events
-          WHERE survey_id = ${surveyId} AND response_id IS NULL AND type IN ${sql.in(responseEventTypes)}`.pipe(
-        Effect.flatMap(decodeStoredEvents)
-      )
+    /**
+     * The `seq` of the first stored event linked to its response; null when none is. Every
+     * response event stored since events were linked is linked, so those that are not all come
+     * before it (and are gone 30 days after the upgrade that linked them, with their retention).
+     */
+    const firstLinkedSeq = sql`SELECT seq FROM events WHERE response_id IS NOT NULL ORDER BY seq LIMIT 1`.pipe(
+      Effect.flatMap(decodeAll(EventSeq)),
+      Effect.map((rows) => rows[0]?.seq ?? null)
+    )
+
+    /**
+     * The survey's stored response events not linked to their response, stored before events
+     * were, among those before `before` (all of them when null): a range of the survey's events by
+     * `seq` that the upgrade's retention empties.
+     */
+    const unlinkedEvents = (surveyId: SurveyId, before: number | null) =>
+      (before === null
+        ? sql`SELECT seq, payload FROM events
+            WHERE survey_id = ${surveyId} AND response_id IS NULL AND type IN ${sql.in(responseEventTypes)}`
+        : sql`SELECT seq, payload FROM events
+            WHERE survey_id = ${surveyId} AND seq < ${before} AND response_id IS NULL AND type IN ${
+          sql.in(responseEventTypes)
+        }`).pipe(Effect.flatMap(decodeStoredEvents))
 
     /** Replaces a stored event's payload. */
     const replacePayload = (seq: number, payload: EventEnvelope) =>
@@ -164,6 +185,7 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
       lowerResponseCount,
       raiseClock,
       linkedEvents,
+      firstLinkedSeq,
       unlinkedEvents,
       replacePayload,
       deleteResponses,

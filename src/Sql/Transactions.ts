@@ -1,5 +1,5 @@
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 
 /** A failure of the database itself (unreachable, a timeout, a constraint): the caller's defect, or a 503 where the service says so. */
 export type DatabaseError = SqlError.SqlError
@@ -15,3 +15,50 @@ export class Transactions extends Effect.Service<Transactions>()("Sql/Transactio
       sql.withTransaction(effect)
   }))
 }) {}
+
+/**
+ * How much work one transaction or one statement of a long operation takes on: an operation whose
+ * work grows with the stored data (an erasure, a purge, a sweep) goes through it in batches of
+ * these sizes, each committed on its own, so that no transaction holds its locks for a time that
+ * grows with the data. The defaults are the production values; tests set small ones.
+ */
+export class WorkBatches extends Context.Reference<WorkBatches>()("Sql/WorkBatches", {
+  defaultValue: (): {
+    /** Responses an erasure deletes per transaction, with their events. */
+    readonly erasure: number
+    /** Rows a purge or a sweep deletes per statement. */
+    readonly purge: number
+    /** Rows an import stores per transaction. */
+    readonly import: number
+    /**
+     * Called after each committed batch with the operation's name: nothing in production; tests
+     * stop an operation there to show that running it again finishes the work.
+     */
+    readonly committed: ((operation: string) => Effect.Effect<void>) | undefined
+  } => ({ erasure: 100, purge: 2000, import: 400, committed: undefined })
+}) {}
+
+/** Tells WorkBatches' `committed` that a batch of `operation` committed. */
+export const batchCommitted = (operation: string) =>
+  Effect.flatMap(WorkBatches, (batches) => batches.committed === undefined ? Effect.void : batches.committed(operation))
+
+/** Bounds the loops of `inBatches`: far more batches than any table holds rows. */
+const maxBatches = 100_000_000
+
+/**
+ * Runs `batch` (a statement, or a transaction, that deletes at most `limit` rows and answers how
+ * many) with WorkBatches' `purge` as the limit until it deletes fewer; answers the total. Each
+ * batch commits on its own: a run stopped half way leaves the rest for the next one.
+ */
+export const inBatches = <E, R>(operation: string, batch: (limit: number) => Effect.Effect<number, E, R>) =>
+  Effect.gen(function*() {
+    const { purge } = yield* WorkBatches
+    let total = 0
+    for (let step = 0; step < maxBatches; step++) {
+      const count = yield* batch(purge)
+      total += count
+      if (count < purge) break
+      yield* batchCommitted(operation)
+    }
+    return total
+  })

@@ -5,6 +5,7 @@ import { toIso } from "../Domain/Time.js"
 import { afterRotation, DisabledReason, type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
+import { inBatches } from "../Sql/Transactions.js"
 import { firstFree, intervalMillis } from "./Rate.js"
 import { expiredSecretsPurge } from "./SecretPurgeSql.js"
 
@@ -369,16 +370,19 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     })
 
     /**
-     * Deletes attempts older than the cutoff; returns how many. The range is closed by the oldest
-     * attempt: an open one ("older than") is priced by a planner without statistics as a third of
-     * the table, and the table read whole on every purge.
+     * Deletes attempts older than the cutoff, oldest first, WorkBatches' `purge` per statement;
+     * returns how many. The range is closed by the oldest attempt: an open one ("older than") is
+     * priced by a planner without statistics as a third of the table, and the table read whole on
+     * every purge.
      */
     const purgeAttempts = Effect.fn("WebhookRepo.purgeAttempts")(function*(olderThan: number) {
-      const rows = yield* sql`
-        DELETE FROM delivery_attempts
-        WHERE attempted_at >= (SELECT MIN(attempted_at) FROM delivery_attempts) AND attempted_at < ${olderThan}
-        RETURNING 1 AS n`.pipe(Effect.orDie)
-      return rows.length
+      return yield* inBatches("webhook attempt purge", (limit) =>
+        sql`
+          DELETE FROM delivery_attempts WHERE id IN (
+            SELECT id FROM delivery_attempts
+            WHERE attempted_at >= (SELECT MIN(attempted_at) FROM delivery_attempts) AND attempted_at < ${olderThan}
+            ORDER BY attempted_at LIMIT ${limit})
+          RETURNING 1 AS n`.pipe(Effect.map((rows) => rows.length), Effect.orDie))
     })
 
     const purgeExpiredSecrets = expiredSecretsPurge(sql)

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks"
-import { call, DeliveryLog, eventTypes, Recovered, Redelivered, SecretRotated, TestResult, WebhookRegistered, type WebhookSettings, WebhookSettings as Settings } from "../api.js"
-import { ErrorNote, isoFromInput, Notice, Show, TableWrap, useLoad, useSession, when } from "../common.js"
+import { call, DeliveryLog, noBody, eventTypes, Recovered, Redelivered, SecretRotated, TestResult, WebhookRegistered, type WebhookSettings, WebhookSettings as Settings } from "../api.js"
+import { ConfirmButton, ErrorNote, isoFromInput, Notice, Show, TableWrap, useLoad, useSession, when } from "../common.js"
 import { FieldError, issuesAt, issuesUnder } from "./Fields.js"
 import { surveyPath } from "./SurveyFrame.js"
 
@@ -210,6 +210,16 @@ export const Webhooks = ({ surveyId }: { readonly surveyId: string | null }) => 
       setSecret(body.secret)
       return `The secret was rotated; the replaced one still signs deliveries until ${when(body.previousSecretExpiresAt)}.`
     })
+  const enable = () =>
+    act(async () => {
+      await call(session.key, "POST", `${base}/enable`, Settings)
+      return "The webhook is enabled again, with its secret, events and rate. Deliveries that ended while it was off are not sent by this: recover their window below."
+    })
+  const remove = () =>
+    act(async () => {
+      await call(session.key, "DELETE", base, noBody)
+      return "The webhook is removed."
+    })
   const test = () =>
     act(async () => {
       const { body } = await call(session.key, "POST", `${base}/test`, TestResult)
@@ -254,8 +264,10 @@ export const Webhooks = ({ surveyId }: { readonly surveyId: string | null }) => 
                 </div>
                 {settings.targetUrl !== null && (
                   <div class="row-actions">
-                    <button type="button" onClick={() => void rotate()}>Rotate secret</button>
-                    <button type="button" onClick={() => void test()}>Send a test event</button>
+                    {!settings.enabled && <button type="button" class="primary" onClick={() => void enable()}>Enable again</button>}
+                    {settings.enabled && <button type="button" onClick={() => void rotate()}>Rotate secret</button>}
+                    {settings.enabled && <button type="button" onClick={() => void test()}>Send a test event</button>}
+                    <ConfirmButton label="Remove webhook" confirmLabel="Remove it" onConfirm={() => void remove()} />
                   </div>
                 )}
               </>
