@@ -4,7 +4,7 @@ import { AuthoringApi } from "./Authoring/Api.js"
 import { KeyApi } from "./Auth/KeyApi.js"
 import { EmbedSessionsApi } from "./Embeds/Api.js"
 import { ErasuresApi } from "./Erasures/Api.js"
-import { describeWireErrors } from "./Http/OpenApiWire.js"
+import { declareAnswers, describeWireErrors } from "./Http/OpenApiWire.js"
 import { UsageApi } from "./Quota/Api.js"
 import { RespondentApi } from "./Respondents/Api.js"
 import { QuestionsApi } from "./Questions/Api.js"
@@ -36,7 +36,19 @@ export class Api extends HttpApi.make("survey-service")
       "`{\"code\", \"message\"}`, and invalid_request adds `issues` (`[{\"path\", \"message\"}]`). " +
       "Two answers come from the HTTP server itself, before the service sees the request, with an empty body: " +
       "413 when a request body exceeds 1 MiB, and 431 when the request line and headers exceed 16 KiB " +
-      "(in practice a URL longer than about 16,000 characters).",
-    transform: describeWireErrors
+      "(in practice a URL longer than about 16,000 characters). Every field, parameter and list declares its " +
+      "bounds, and a value beyond them answers 400 invalid_request.\n\n" +
+      "The integration API is server-to-server: it grants no cross-origin access (no CORS headers), so a browser " +
+      "page on another origin cannot call it, and a preflight (`OPTIONS`) is refused with 403 forbidden. Keep " +
+      "API keys on your servers.",
+    transform: (spec) =>
+      declareAnswers({
+        servers: [{
+          url: "/",
+          description: "This deployment (production, staging or local): the service that serves this document.",
+          "x-internal": false
+        }],
+        license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" }
+      })(describeWireErrors(spec))
   }))
 {}

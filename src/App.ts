@@ -1,4 +1,4 @@
-import { type HttpApi, HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServer } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, type HttpApp, HttpMiddleware, HttpRouter, HttpServer } from "@effect/platform"
 import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { Aggregator } from "./Analytics/Aggregator.js"
@@ -31,7 +31,7 @@ import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.
 import { withRequestId } from "./Http/RequestId.js"
 import { DocsPageLive } from "./Http/DocsPage.js"
 import { ReadinessLive } from "./Http/Readiness.js"
-import { bunServerLayer, HealthLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
+import { bunServerLayer, HealthLive, PreflightLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
 import { UsageStoreLive } from "./Quota/UsageStore.js"
@@ -196,7 +196,9 @@ const makeHttp = <E, R>(
     // Not `HttpApiBuilder.serve(middleware)`: the server applies that middleware outside its own
     // error handling, where the documented bodies for unmatched routes could no longer be set.
     Effect.gen(function*() {
-      const app = yield* HttpApiBuilder.httpApp
+      // A path parameter of any length reaches its schema, which answers 400 past its bound; the
+      // router alone would answer 404 past 100 characters (request lines are bounded at 16 KiB).
+      const app = yield* HttpRouter.withRouterConfig(HttpApiBuilder.httpApp, { maxParamLength: 16 * 1024 })
       const drain = yield* Drain
       return HttpServer.serve(answer(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain)))
     })
@@ -214,6 +216,7 @@ const makeHttp = <E, R>(
   Layer.provide(DocsPageLive),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(HealthLive),
+  Layer.provide(PreflightLive),
   Layer.provide(ReadinessLive),
   Layer.provide(RespondentRoutes),
   Layer.provide(ConsoleRoutes),

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Clock, Deferred, Effect, FastCheck as fc, Fiber, Option, Ref, Schema, TestClock } from "effect"
 import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { SurveyResponse } from "../src/Domain/Response.js"
 import { toIso } from "../src/Domain/Time.js"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { answerDocument } from "../src/Responses/AnswerDocumentRepo.js"
@@ -68,7 +69,7 @@ layer(TestServer(baseFixture))("sync by change", (it) => {
       yield* TestClock.setTime(Date.parse("2026-03-01T10:00:00.000Z"))
       const token = yield* respondentToken("srv_sync_basic")
       const id = yield* save(token, question, false)
-      const created = bodyOf(Schema.encodedSchema(ResponsePage.fields.data.value), (yield* get(
+      const created = bodyOf(Schema.encodedSchema(SurveyResponse), (yield* get(
         `/api/v1/surveys/srv_sync_basic/responses/${id}`,
         TOKENS.editor
       )))

@@ -52,7 +52,8 @@ import { makeAdmissions, retryAfterSeconds } from "../../src/Respondents/Admissi
 import { RESPONDENT_TOKEN_HOURS } from "../../src/Respondents/RespondentTokens.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "../../src/Responses/AnswerValidation.js"
 import { answerOrder, answersJson, responseJson } from "../../src/Responses/AnswerWire.js"
-import { MAX_TEXT_LENGTH, Submission } from "../../src/Responses/Submission.js"
+import { MAX_TEXT_LENGTH } from "../../src/Domain/Response.js"
+import { Submission } from "../../src/Responses/Submission.js"
 
 const { values: args } = parseArgs({
   options: { port: { type: "string", default: "8083" }, "database-url": { type: "string", default: "" }, pool: { type: "string", default: "10" } },

@@ -1,13 +1,14 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authorization } from "../Auth/Authorization.js"
 import { Analytics } from "../Domain/Analytics.js"
-import { Forbidden, NotFound } from "../Domain/Errors.js"
+import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
 
 export class AnalyticsApi extends HttpApiGroup.make("analytics")
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}/analytics`
       .addSuccess(Analytics)
+      .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Counts and per-question aggregates of a survey")
@@ -19,4 +20,5 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Analytics")
+  .annotate(OpenApi.Description, "Counts and per-question aggregates, from stored aggregates.")
 {}

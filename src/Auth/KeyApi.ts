@@ -1,15 +1,16 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { IdText } from "../Domain/Bounds.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
 import { Authorization } from "./Authorization.js"
 
 /** v1-extensions §X8: what the calling key may do, decided at request time. */
 export const KeyInfo = Schema.Struct({
-  workspaceId: Schema.String.annotations({ description: "The workspace the key belongs to." }),
+  workspaceId: IdText.annotations({ description: "The workspace the key belongs to." }),
   role: Schema.Literal("owner", "editor", "viewer").annotations({
     description: "The current role of the key's creator in the workspace: owner and editor write, viewer reads."
   }),
-  surveyIds: Schema.NullOr(Schema.Array(Schema.String)).annotations({
+  surveyIds: Schema.NullOr(Schema.Array(IdText)).annotations({
     description: "The surveys the key is limited to, sorted; null when it reaches every survey of the workspace."
   })
 }).annotations({ identifier: "KeyInfo", title: "KeyInfo" })
@@ -29,4 +30,5 @@ export class KeyApi extends HttpApiGroup.make("key")
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Key")
+  .annotate(OpenApi.Description, "What the calling key may do: its workspace, role and survey limits.")
 {}

@@ -2,9 +2,10 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
+import { boundedString } from "../Domain/Bounds.js"
 import { Forbidden, InvalidRequest, NotFound, PreconditionFailed } from "../Domain/Errors.js"
 import { QuestionInputList, QuestionList } from "../Domain/Question.js"
-import { Survey } from "../Domain/Survey.js"
+import { MAX_DESCRIPTION_LENGTH, MAX_TITLE_LENGTH, Survey } from "../Domain/Survey.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
@@ -13,11 +14,11 @@ import { documentEtag } from "../Surveys/SurveyVersion.js"
 /** Authoring bodies refuse a field they do not name, with its path: a typo must not pass silently. */
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
-const Title = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)).annotations({
+const Title = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TITLE_LENGTH)).annotations({
   description: "Title as shown to respondents, 1 to 500 characters."
 })
 
-const Description = Schema.NullOr(Schema.String.pipe(Schema.maxLength(5_000))).annotations({
+const Description = Schema.NullOr(Schema.String.pipe(Schema.maxLength(MAX_DESCRIPTION_LENGTH))).annotations({
   description: "Up to 5,000 characters, or null for none."
 })
 
@@ -37,7 +38,7 @@ export const QuestionListInput = Schema.Struct({
 }).annotations({ identifier: "QuestionListInput", ...strict })
 
 export const IfMatchHeaders = Schema.Struct({
-  "if-match": Schema.optional(Schema.String.annotations({
+  "if-match": Schema.optional(boundedString(200).annotations({
     description: "The ETag of GET /surveys/{id} or GET /surveys/{id}/questions: the change is made only if the " +
       "survey is still at that version, else 412 precondition_failed and nothing changes."
   }))
@@ -125,4 +126,5 @@ export class AuthoringApi extends HttpApiGroup.make("authoring")
   .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Authoring")
+  .annotate(OpenApi.Description, "Creating and editing surveys and their questions, publishing, closing and trashing them.")
 {}

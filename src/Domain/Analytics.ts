@@ -1,13 +1,15 @@
 import { Schema } from "effect"
+import { Count, IdText, MAX_OPTIONS } from "./Bounds.js"
+import { LabelText, MAX_QUESTIONS } from "./Question.js"
 
 export class OptionCount extends Schema.Class<OptionCount>("OptionCount")({
-  value: Schema.String.annotations({ description: "Option as it appears in an answer." }),
-  label: Schema.String.annotations({ description: "Option as shown." }),
-  count: Schema.Int.annotations({ description: "Respondents who chose it (placed it, for a ranking)." })
+  value: LabelText.annotations({ description: "Option as it appears in an answer." }),
+  label: LabelText.annotations({ description: "Option as shown." }),
+  count: Count.annotations({ description: "Respondents who chose it (placed it, for a ranking)." })
 }) {}
 
 export class NumericSummary extends Schema.Class<NumericSummary>("NumericSummary")({
-  count: Schema.Int.annotations({ description: "Answers in the summary." }),
+  count: Count.annotations({ description: "Answers in the summary." }),
   mean: Schema.Number.annotations({ description: "Arithmetic mean; 0 when count is 0." }),
   median: Schema.NullOr(Schema.Number).annotations({
     description: "Middle answer; the mean of the two middle answers for an even count; null without answers."
@@ -20,35 +22,35 @@ export class NumericSummary extends Schema.Class<NumericSummary>("NumericSummary
 }) {}
 
 export class RankedOption extends Schema.Class<RankedOption>("RankedOption")({
-  value: Schema.String.annotations({ description: "Ranked option as in an answer." }),
-  label: Schema.String.annotations({ description: "Option as shown." }),
-  count: Schema.Int.annotations({ description: "Respondents who placed it." }),
+  value: LabelText.annotations({ description: "Ranked option as in an answer." }),
+  label: LabelText.annotations({ description: "Option as shown." }),
+  count: Count.annotations({ description: "Respondents who placed it." }),
   averageRank: Schema.NullOr(Schema.Number).annotations({
     description: "Mean 1-based position among those who placed it; null when nobody ranked it."
   })
 }) {}
 
 export class QuestionAnalytics extends Schema.Class<QuestionAnalytics>("QuestionAnalytics")({
-  id: Schema.String.annotations({ description: "The question id." }),
-  respondentCount: Schema.Int.annotations({ description: "Responses with a non-empty answer." }),
-  skippedCount: Schema.Int.annotations({
+  id: IdText.annotations({ description: "The question id." }),
+  respondentCount: Count.annotations({ description: "Responses with a non-empty answer." }),
+  skippedCount: Count.annotations({
     description: "Responses that reached the question (completed, or answered a question at the same or a later " +
       "order) and left it blank."
   }),
-  textAnswerCount: Schema.Int.annotations({ description: "Non-empty free-text answers (textarea, email)." }),
-  options: Schema.Array(OptionCount).annotations({
+  textAnswerCount: Count.annotations({ description: "Non-empty free-text answers (textarea, email)." }),
+  options: Schema.Array(OptionCount).pipe(Schema.maxItems(MAX_OPTIONS)).annotations({
     description: "Per option, zero counts included, for checkbox, scale and sort; empty otherwise."
   }),
   numeric: Schema.NullOr(NumericSummary).annotations({ description: "For number and scale; null otherwise." }),
-  ranking: Schema.NullOr(Schema.Array(RankedOption)).annotations({ description: "For sort; null otherwise." })
+  ranking: Schema.NullOr(Schema.Array(RankedOption).pipe(Schema.maxItems(MAX_OPTIONS))).annotations({ description: "For sort; null otherwise." })
 }) {}
 
 export class Analytics extends Schema.Class<Analytics>("Analytics")({
-  responseCount: Schema.Int.annotations({ description: "All responses, including incomplete." }),
-  completedCount: Schema.Int,
-  incompleteCount: Schema.Int,
+  responseCount: Count.annotations({ description: "All responses, including incomplete." }),
+  completedCount: Count,
+  incompleteCount: Count,
   completionRate: Schema.NullOr(Schema.Number).annotations({
     description: "completed / all, between 0 and 1; null before the first response."
   }),
-  questions: Schema.Array(QuestionAnalytics).annotations({ description: "One entry per question, in survey order." })
+  questions: Schema.Array(QuestionAnalytics).pipe(Schema.maxItems(MAX_QUESTIONS)).annotations({ description: "One entry per question, in survey order." })
 }) {}

@@ -1,12 +1,35 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { boundedString, MAX_ERROR_MESSAGE_LENGTH } from "./Bounds.js"
+
+/** The most issues an `invalid_request` answer lists; the others are left out. */
+export const MAX_ISSUES = 20
+
+/** The longest `path` of an issue; a longer one is cut. */
+export const MAX_ISSUE_PATH_LENGTH = 200
+
+/** The longest `message` of an issue; a longer one is cut. */
+export const MAX_ISSUE_MESSAGE_LENGTH = 300
 
 /** One field-level problem inside an `invalid_request` answer. */
 export const Issue = Schema.Struct({
-  path: Schema.String.annotations({ description: "Where the problem is: a parameter or a dotted body path." }),
-  message: Schema.String.annotations({ description: "What is wrong there, in one line." })
+  path: boundedString(MAX_ISSUE_PATH_LENGTH).annotations({
+    description: "Where the problem is: a parameter or a dotted body path."
+  }),
+  message: boundedString(MAX_ISSUE_MESSAGE_LENGTH).annotations({ description: "What is wrong there, in one line." })
 }).annotations({ identifier: "InvalidRequestIssue", description: "One field-level problem of an invalid_request answer." })
 export type Issue = typeof Issue.Type
+
+const ErrorMessage = boundedString(MAX_ERROR_MESSAGE_LENGTH).annotations({ description: "What went wrong, for a person." })
+
+/** An error's message as the wire carries it: cut to its bound. */
+const wireMessage = (message: string): string => message.slice(0, MAX_ERROR_MESSAGE_LENGTH)
+
+/** An issue as the wire carries it: path and message cut to their bounds. */
+const wireIssue = (issue: Issue): Issue =>
+  issue.path.length <= MAX_ISSUE_PATH_LENGTH && issue.message.length <= MAX_ISSUE_MESSAGE_LENGTH
+    ? issue
+    : { path: issue.path.slice(0, MAX_ISSUE_PATH_LENGTH), message: issue.message.slice(0, MAX_ISSUE_MESSAGE_LENGTH) }
 
 /**
  * An error's wire form (decisions §2): `{"code", "message"}` with the status of its code, no `_tag`.
@@ -19,12 +42,12 @@ const wire = <Code extends string, Self extends { readonly message: string }>(
   description: string
 ) =>
   Schema.transform(
-    Schema.Struct({ code: Schema.Literal(code), message: Schema.String }),
+    Schema.Struct({ code: Schema.Literal(code), message: ErrorMessage }),
     Schema.instanceOf(self),
     {
       strict: true,
       decode: ({ message }) => new self({ message }),
-      encode: (error) => ({ code, message: error.message })
+      encode: (error) => ({ code, message: wireMessage(error.message) })
     }
   ).annotations({
     ...HttpApiSchema.annotations({ status }),
@@ -103,13 +126,13 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   retryAfterSeconds: Schema.Int
 }) {
   static readonly Wire = Schema.transform(
-    Schema.Struct({ code: Schema.Literal("rate_limited"), message: Schema.String }),
+    Schema.Struct({ code: Schema.Literal("rate_limited"), message: ErrorMessage }),
     Schema.typeSchema(RateLimited),
     {
       strict: true,
       // The wait travels in the Retry-After header, not in the body.
       decode: ({ message }) => new RateLimited({ message, retryAfterSeconds: 1 }),
-      encode: (error) => ({ code: "rate_limited" as const, message: error.message })
+      encode: (error) => ({ code: "rate_limited" as const, message: wireMessage(error.message) })
     }
   ).annotations({
     ...HttpApiSchema.annotations({ status: 429 }),
@@ -126,14 +149,20 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   static readonly Wire = Schema.transform(
     Schema.Struct({
       code: Schema.Literal("invalid_request"),
-      message: Schema.String,
-      issues: Schema.Array(Issue)
+      message: ErrorMessage,
+      issues: Schema.Array(Issue).pipe(Schema.maxItems(MAX_ISSUES)).annotations({
+        description: `The problems found, at most ${MAX_ISSUES}; empty when no single field is at fault.`
+      })
     }),
     Schema.typeSchema(InvalidRequest),
     {
       strict: true,
       decode: ({ issues, message }) => new InvalidRequest({ message, issues }),
-      encode: (error) => ({ code: "invalid_request" as const, message: error.message, issues: error.issues ?? [] })
+      encode: (error) => ({
+        code: "invalid_request" as const,
+        message: wireMessage(error.message),
+        issues: (error.issues ?? []).slice(0, MAX_ISSUES).map(wireIssue)
+      })
     }
   ).annotations({
     ...HttpApiSchema.annotations({ status: 400 }),

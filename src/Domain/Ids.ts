@@ -1,4 +1,5 @@
 import { Brand, Schema } from "effect"
+import { IdText } from "./Bounds.js"
 
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -20,15 +21,15 @@ export type IdPrefix = "srv" | "q" | "rsp" | "evt" | "dlv" | "acc" | "ws" | "key
 /** A prefixed random id: `srv_` + 20 base62 characters (decisions §2). */
 export const makeId = (prefix: IdPrefix): string => `${prefix}_${randomBase62(20)}`
 
-// Branded ids: the same strings on the wire (a brand adds nothing to the JSON Schema), but a
-// webhook id passed where a survey id is expected no longer type-checks. Decoding a path
-// parameter or a request body brands it; a row read from the database is branded by its nominal
-// constructor (no check: the database holds what the service wrote).
+// Branded ids of at most MAX_ID_LENGTH characters: the same strings on the wire (a brand adds
+// nothing to the JSON Schema), but a webhook id passed where a survey id is expected no longer
+// type-checks. Decoding a path parameter or a request body brands it; a row read from the database
+// is branded by its nominal constructor (no check: the database holds what the service wrote).
 
-export const SurveyId = Schema.String.pipe(Schema.brand("SurveyId"))
-export const ResponseId = Schema.String.pipe(Schema.brand("ResponseId"))
-export const WorkspaceId = Schema.String.pipe(Schema.brand("WorkspaceId"))
-export const WebhookId = Schema.String.pipe(Schema.brand("WebhookId"))
+export const SurveyId = IdText.pipe(Schema.brand("SurveyId"))
+export const ResponseId = IdText.pipe(Schema.brand("ResponseId"))
+export const WorkspaceId = IdText.pipe(Schema.brand("WorkspaceId"))
+export const WebhookId = IdText.pipe(Schema.brand("WebhookId"))
 
 export type SurveyId = typeof SurveyId.Type
 export type ResponseId = typeof ResponseId.Type

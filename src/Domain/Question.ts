@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { boundedInt, boundedString, IdText, MAX_OPTIONS, MAX_URL_LENGTH } from "./Bounds.js"
 
 export const QuestionType = Schema.Literal(
   "textarea",
@@ -36,39 +37,48 @@ export const parseStoredOptions = (json: string): StoredOptions => {
   return parsed
 }
 
+/** The most questions (sections included) a survey may have. */
+export const MAX_QUESTIONS = 200
+
+/** The longest question label, option value and option label. */
+export const MAX_LABEL_LENGTH = 2_000
+
+/** Text of a question or an option: at most MAX_LABEL_LENGTH characters. */
+export const LabelText = boundedString(MAX_LABEL_LENGTH)
+
 export class QuestionOption extends Schema.Class<QuestionOption>("QuestionOption")({
-  value: Schema.String.annotations({ description: "What an answer contains when the option is chosen." }),
-  label: Schema.String.annotations({ description: "Option as shown; identical to value for text options." })
+  value: LabelText.annotations({ description: "What an answer contains when the option is chosen." }),
+  label: LabelText.annotations({ description: "Option as shown; identical to value for text options." })
 }) {}
 
 export class Question extends Schema.Class<Question>("Question")({
-  id: Schema.String.annotations({ description: "Unique; the id that an answer refers to." }),
+  id: IdText.annotations({ description: "Unique; the id that an answer refers to." }),
   type: QuestionType,
-  label: Schema.String.annotations({ description: "Question text, plain text." }),
+  label: LabelText.annotations({ description: "Question text, plain text." }),
   required: Schema.Boolean,
   allowMultiple: Schema.Boolean,
-  order: Schema.Int.annotations({ description: "Position in the survey, ascending." }),
-  options: Schema.Array(QuestionOption)
+  order: boundedInt(-(2 ** 31), 2 ** 31 - 1).annotations({ description: "Position in the survey, ascending." }),
+  options: Schema.Array(QuestionOption).pipe(Schema.maxItems(MAX_OPTIONS))
 }) {}
 
 export class QuestionList extends Schema.Class<QuestionList>("QuestionList")({
-  data: Schema.Array(Question)
+  data: Schema.Array(Question).pipe(Schema.maxItems(MAX_QUESTIONS))
 }) {}
 
 /** What authoring refuses that a schema does not: a field the body does not name. */
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
-const httpsUrl = Schema.String.pipe(
+const httpsUrl = boundedString(MAX_URL_LENGTH, "uri").pipe(
   Schema.filter((text) => URL.canParse(text) && new URL(text).protocol === "https:", {
     message: () => "expected an https URL"
   })
 )
 
 export const QuestionOptionInput = Schema.Struct({
-  value: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2_000)).annotations({
+  value: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_LABEL_LENGTH)).annotations({
     description: "What an answer contains when the option is chosen; an integer for `scale`. Distinct within the question."
   }),
-  label: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(2_000)), { exact: true }).annotations({
+  label: Schema.optionalWith(LabelText, { exact: true }).annotations({
     description: "Option as shown; the value when absent."
   })
 }).annotations({ identifier: "QuestionOptionInput", ...strict })
@@ -85,7 +95,7 @@ export const QuestionSettingsInput = Schema.Struct({
 /** A question as authoring takes it (v1-extensions §X7); the list's order is the survey's order. */
 export const QuestionInput = Schema.Struct({
   id: Schema.optionalWith(
-    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "expected 1 to 64 of A-Z a-z 0-9 _ -" }))
+    boundedString(64).pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "expected 1 to 64 of A-Z a-z 0-9 _ -" }))
   , { exact: true }).annotations({
     description: "1 to 64 of `A-Za-z0-9_-`, unique within the survey; `q_` and 20 random characters when absent. " +
       "An id the survey has keeps that question's answers."
@@ -93,21 +103,23 @@ export const QuestionInput = Schema.Struct({
   type: StoredQuestionType.annotations({
     description: "A question type, or `section`: a heading that groups the questions after it (layout only)."
   }),
-  label: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2_000)).annotations({
+  label: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_LABEL_LENGTH)).annotations({
     description: "Question text, plain text, 1 to 2,000 characters."
   }),
   required: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({ description: "Default false." }),
   allowMultiple: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({ description: "Default false; true only for `checkbox`." }),
-  options: Schema.optionalWith(Schema.Array(QuestionOptionInput), { exact: true }).annotations({
-    description: "A non-empty list of distinct values for `checkbox`, `scale` (integers) and `sort`; absent or " +
-      "empty for every other type."
+  options: Schema.optionalWith(
+    Schema.Array(QuestionOptionInput).pipe(
+      Schema.maxItems(MAX_OPTIONS, { message: () => `at most ${MAX_OPTIONS} options` })
+    ),
+    { exact: true }
+  ).annotations({
+    description: `A non-empty list of at most ${MAX_OPTIONS} distinct values for \`checkbox\`, \`scale\` (integers) ` +
+      "and `sort`; absent or empty for every other type."
   }),
   settings: Schema.optionalWith(QuestionSettingsInput, { exact: true })
 }).annotations({ identifier: "QuestionInput", ...strict })
 export type QuestionInput = typeof QuestionInput.Type
-
-/** The most questions (sections included) a survey may have. */
-export const MAX_QUESTIONS = 200
 
 export const QuestionInputList = Schema.Array(QuestionInput).pipe(
   Schema.maxItems(MAX_QUESTIONS, { message: () => `at most ${MAX_QUESTIONS} questions` })

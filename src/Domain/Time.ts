@@ -1,4 +1,5 @@
 import { ParseResult, Schema } from "effect"
+import { boundedString } from "./Bounds.js"
 
 /** UTC ISO 8601 with milliseconds, the only form the API writes. */
 export const toIso = (millis: number): string => new Date(millis).toISOString()
@@ -38,7 +39,7 @@ export const parseIsoInstant = (input: string): number | undefined => {
  * or a local time without offset is ambiguous and is refused, and so is a date or time of day
  * that does not exist. Every instant the API takes is read with this one schema.
  */
-export const IsoInstant = Schema.transformOrFail(Schema.String, Schema.String, {
+export const IsoInstant = Schema.transformOrFail(boundedString(64), Schema.String, {
   strict: true,
   decode: (input, _, ast) => {
     const millis = parseIsoInstant(input)

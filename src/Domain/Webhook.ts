@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { boundedInt, boundedString } from "./Bounds.js"
 import { SubscribableEventType } from "./Event.js"
 
 /** Why a configured webhook was switched off (v1-extensions §X1.4). */
@@ -10,6 +11,7 @@ export type DisabledReason = typeof DisabledReason.Type
 
 /** A non-empty list of distinct event types from the catalogue (v1-extensions §X1.1). */
 export const EventFilter = Schema.NonEmptyArray(SubscribableEventType).pipe(
+  Schema.maxItems(SubscribableEventType.literals.length),
   Schema.filter((types) => {
     const seen = new Set<string>()
     for (const [index, type] of types.entries()) {
@@ -32,8 +34,11 @@ export const maxPreviousSecrets = 5
 
 const strictBase64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
+/** The longest signing secret: `whsec_` and the base64 of 64 bytes. */
+export const MAX_SIGNING_SECRET_LENGTH = 6 + 88
+
 /** A signing secret chosen by the client: Standard Webhooks' `whsec_` + base64 of 24 to 64 bytes. */
-export const SigningSecret = Schema.String.pipe(
+export const SigningSecret = boundedString(MAX_SIGNING_SECRET_LENGTH).pipe(
   Schema.filter((secret) => {
     if (!secret.startsWith("whsec_")) return "must start with `whsec_`"
     const encoded = secret.slice(6)
@@ -83,7 +88,7 @@ export const afterRotation = (
     .slice(0, maxPreviousSecrets)
 
 /** A webhook's delivery rate (v1-extensions §X5.3). */
-export const MaxAttemptsPerSecond = Schema.Int.pipe(Schema.between(1, 1000)).annotations({
+export const MaxAttemptsPerSecond = boundedInt(1, 1000).annotations({
   identifier: "WebhookMaxAttemptsPerSecond",
   description: "Attempts per second at most, 1 to 1000."
 })

@@ -2,21 +2,23 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
+import { Timestamp, UrlText } from "../Domain/Bounds.js"
 import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
+import { ExternalUserId } from "../Domain/Response.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
 
 export class EmbedSessionRequest extends Schema.Class<EmbedSessionRequest>("EmbedSessionRequest")({
-  externalUserId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+  externalUserId: ExternalUserId.annotations({
     description: "The integrator's own identifier for the user, 1 to 256 characters. Stored on the response " +
       "and included in the response.completed event."
   })
 }, acceptsUnknownFields) {}
 
 export class EmbedSession extends Schema.Class<EmbedSession>("EmbedSession")({
-  embedUrl: Schema.String.annotations({ description: "One-time URL to load in an iframe for the user." }),
-  expiresAt: Schema.String.annotations({ description: "When the URL stops working (one hour after creation)." })
+  embedUrl: UrlText.annotations({ description: "One-time URL to load in an iframe for the user." }),
+  expiresAt: Timestamp.annotations({ description: "When the URL stops working (one hour after creation)." })
 }) {}
 
 export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
@@ -40,4 +42,5 @@ export class EmbedSessionsApi extends HttpApiGroup.make("embedSessions")
   .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Embed sessions")
+  .annotate(OpenApi.Description, "One-time URLs that show a survey to one of the integrator's users.")
 {}

@@ -2,10 +2,12 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
+import { Count } from "../Domain/Bounds.js"
 import { Forbidden, InvalidRequest } from "../Domain/Errors.js"
+import { ExternalUserId } from "../Domain/Response.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 
-const externalUserId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+const externalUserId = ExternalUserId.annotations({
   description: "The integrator's identifier of the person, as given when embed sessions were created (1 to 256 characters)."
 })
 
@@ -13,7 +15,7 @@ export const ErasureRequest = Schema.Struct({ externalUserId }).annotations({ id
 
 export const Erasure = Schema.Struct({
   externalUserId,
-  deletedResponses: Schema.Int.annotations({ description: "Responses deleted by this call; 0 when there were none left." })
+  deletedResponses: Count.annotations({ description: "Responses deleted by this call; 0 when there were none left." })
 }).annotations({ identifier: "Erasure" })
 
 /** Erasing a respondent (v1-extensions §X2.3). */
@@ -37,4 +39,5 @@ export class ErasuresApi extends HttpApiGroup.make("erasures")
   .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Erasures")
+  .annotate(OpenApi.Description, "Erasing every response of one person of the integrator.")
 {}

@@ -23,6 +23,8 @@ const keyShape = /^[\x20-\x7e]{1,255}$/
  */
 export const IdempotencyHeaders = Schema.Struct({
   "idempotency-key": Schema.optional(Schema.String.annotations({
+    // Checked by `idempotencyKeyOf` (a 400 at the path Idempotency-Key); declared here.
+    jsonSchema: { type: "string", minLength: 1, maxLength: 255, pattern: keyShape.source },
     description: "1 to 255 printable ASCII characters. Within 24 hours a request repeating the key with the same " +
       "body gets the first answer again (same status and body, header Idempotent-Replayed: true) and changes " +
       "nothing; the same key with another body answers 400 (issue path Idempotency-Key)."

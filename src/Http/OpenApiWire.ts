@@ -14,6 +14,7 @@
  */
 
 import { Schema } from "effect"
+import { MAX_COUNT, MAX_ERROR_MESSAGE_LENGTH } from "../Domain/Bounds.js"
 
 type Json = Record<string, unknown>
 
@@ -123,6 +124,96 @@ export const documentEveryAnswerHeader = (name: string, header: AnswerHeader) =>
       for (const answer of objects(operation.responses)) {
         answer.headers = { ...(isObject(answer.headers) ? answer.headers : {}), [name]: header }
       }
+    }
+  }
+  return spec
+}
+
+/** The integration API's prefix: its answers report the request quota. */
+const integrationPrefix = "/api/v1/"
+
+const countSchema = { type: "integer", format: "int64", minimum: 0, maximum: MAX_COUNT }
+
+const header = (description: string, required: boolean, schema: Json): Json => ({ description, required, schema })
+
+/** decisions §2: the quota's headers, on every answer to a request that came with a valid key. */
+const rateLimitHeaders = (required: boolean): Json => ({
+  "RateLimit-Limit": header("Requests allowed by the quota limit with the least remaining (burst, day or month).", required, countSchema),
+  "RateLimit-Remaining": header("Requests left under that limit, this one counted.", required, countSchema),
+  "RateLimit-Reset": header("Seconds until that limit frees requests again.", required, countSchema)
+})
+
+const retryAfter = (required: boolean): Json => ({
+  "Retry-After": header(
+    "Whole seconds to wait before retrying.",
+    required,
+    { type: "integer", format: "int32", minimum: 1, maximum: 31 * 86_400 }
+  )
+})
+
+/**
+ * The headers an answer of `status` carries. Every answer to a request with a valid key reports
+ * the quota; a 401 (no valid key) reports none, and a 403 or 503 only when the refusal came after
+ * the quota counted the request (`forbidden`, an export's 503, not `plan_upgrade_required` nor a
+ * quota store that could not count). The respondent API is limited per client address and survey
+ * and reports no quota; its 429 says when to retry.
+ */
+const answerHeaders = (integration: boolean, status: string): Json => {
+  const quota = !integration || status === "401" || status === "500"
+    ? {}
+    : rateLimitHeaders(status !== "403" && status !== "503")
+  const wait = status === "429" ? retryAfter(true) : status === "503" ? retryAfter(false) : {}
+  return { ...quota, ...wait }
+}
+
+const internalError = {
+  type: "object",
+  required: ["code", "message"],
+  properties: {
+    code: { type: "string", enum: ["internal_error"] },
+    message: { type: "string", maxLength: MAX_ERROR_MESSAGE_LENGTH }
+  },
+  additionalProperties: false,
+  description: "The service failed to answer; the failure is logged with the request id."
+}
+
+const internalErrorAnswer = {
+  description: "`internal_error`: the service failed to answer; the failure is logged with the request id (`x-request-id`).",
+  content: { "application/json": { schema: { $ref: `${componentPrefix}Error_internal_error` } } }
+}
+
+/** What the document says beside its operations: where it is served, its license, its tags. */
+export interface ContractInfo {
+  readonly servers: ReadonlyArray<Json>
+  readonly license: Json
+}
+
+/**
+ * Declares on every operation what the service sends beyond its schemas: the `RateLimit-*` and
+ * `Retry-After` headers of each answer, and the 500 any request can meet; and the document's
+ * servers and license.
+ */
+export const declareAnswers = (info: ContractInfo) => (input: Json): Json => {
+  const spec = structuredClone(input)
+  spec.servers = [...info.servers]
+  spec.info = { ...(isObject(spec.info) ? spec.info : {}), license: info.license }
+  const components = isObject(spec.components) ? spec.components : {}
+  const schemas = isObject(components.schemas) ? components.schemas : {}
+  schemas.Error_internal_error = internalError
+  components.schemas = schemas
+  spec.components = components
+  for (const [path, pathItem] of Object.entries(isObject(spec.paths) ? spec.paths : {})) {
+    if (!isObject(pathItem)) continue
+    for (const operation of objects(pathItem)) {
+      const responses = isObject(operation.responses) ? operation.responses : {}
+      if (responses["500"] === undefined) responses["500"] = structuredClone(internalErrorAnswer)
+      for (const [status, response] of Object.entries(responses)) {
+        if (!isObject(response)) continue
+        const added = answerHeaders(path.startsWith(integrationPrefix), status)
+        if (Object.keys(added).length === 0) continue
+        response.headers = { ...(isObject(response.headers) ? response.headers : {}), ...added }
+      }
+      operation.responses = responses
     }
   }
   return spec

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
-import { InvalidRequest, type Issue } from "../Domain/Errors.js"
+import { InvalidRequest, type Issue, MAX_ISSUE_MESSAGE_LENGTH, MAX_ISSUES } from "../Domain/Errors.js"
 
 const encodeInvalidRequest = Schema.encodeSync(InvalidRequest.Wire)
 
@@ -13,9 +13,9 @@ export const toInvalidRequest = (error: HttpApiError.HttpApiDecodeError): Invali
   const issues: Array<Issue> = []
   for (const issue of error.issues) {
     const path = pathOf(issue.path)
-    if (seen.has(path) || issues.length >= 20) continue
+    if (seen.has(path) || issues.length >= MAX_ISSUES) continue
     seen.add(path)
-    issues.push({ path, message: (issue.message.split("\n")[0] ?? "").slice(0, 300) })
+    issues.push({ path, message: (issue.message.split("\n")[0] ?? "").slice(0, MAX_ISSUE_MESSAGE_LENGTH) })
   }
   const first = issues[0]
   return new InvalidRequest({

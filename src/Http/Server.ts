@@ -9,14 +9,16 @@ import {
 import { BunHttpServer } from "@effect/platform-bun"
 import { Cause, Context, Effect, ExecutionStrategy, Exit, Layer, Metric, MetricLabel, Option, Scope } from "effect"
 import { type Drain, Listener } from "../Background/Drain.js"
+import { MAX_ERROR_MESSAGE_LENGTH } from "../Domain/Bounds.js"
 import { httpRequestDuration, httpRequests } from "../Telemetry/Metrics.js"
 import { redactSecretUrls } from "../Telemetry/SecretUrls.js"
 import { isPgPoolExhausted, isPgStatementTimeout, isPgUnavailable, isSqliteBusy, isStalePlan } from "../Sql/Busy.js"
 import { isReadinessProbe } from "./Readiness.js"
 import { answerHeaders, assignRequestId } from "./RequestId.js"
 
+/** The documented error body; the message is cut to its bound (it may quote the request's path). */
 const errorJson = (status: number, code: string, message: string) =>
-  HttpServerResponse.unsafeJson({ code, message }, { status })
+  HttpServerResponse.unsafeJson({ code, message: message.slice(0, MAX_ERROR_MESSAGE_LENGTH) }, { status })
 
 export const statementTimeoutMessage = "The service is busy: the database did not finish in time; nothing changed and the request may be retried."
 
@@ -154,3 +156,18 @@ export const bunServerLayer = (options: BunHttpServer.ServeOptions<{}>) =>
       Context.add(Listener, { close: Scope.close(listening, Exit.void) })
     )
   })).pipe(Layer.provideMerge(BunHttpServer.layerContext))
+
+/**
+ * `OPTIONS` on the APIs: the answer to a browser's CORS preflight. The APIs are server-to-server
+ * and grant no cross-origin access (docs/api.md#cors): 403 with the documented body and no
+ * `Access-Control-*` header, so a page on another origin is refused before its request is sent.
+ */
+export const PreflightLive = HttpApiBuilder.Router.use((router) => {
+  const refused = Effect.succeed(errorJson(
+    403,
+    "forbidden",
+    "Cross-origin requests are not served: this API is server-to-server (no CORS). Call it from your server, " +
+      "where the API key stays."
+  ))
+  return Effect.zipRight(router.options("/api/v1/*", refused), router.options("/respond/v1/*", refused))
+})

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authorization } from "../Auth/Authorization.js"
-import { Forbidden, NotFound } from "../Domain/Errors.js"
+import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
 import { QuestionList } from "../Domain/Question.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
 import { documentEtag } from "../Surveys/SurveyVersion.js"
@@ -9,6 +9,7 @@ export class QuestionsApi extends HttpApiGroup.make("questions")
   .add(
     HttpApiEndpoint.get("list")`/surveys/${SurveyIdParam}/questions`
       .addSuccess(QuestionList)
+      .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "All questions of a survey, in survey order")
@@ -16,4 +17,5 @@ export class QuestionsApi extends HttpApiGroup.make("questions")
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Questions")
+  .annotate(OpenApi.Description, "The questions of a survey, in survey order.")
 {}

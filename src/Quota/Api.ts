@@ -1,17 +1,18 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
+import { Count, Timestamp } from "../Domain/Bounds.js"
 import { ServiceUnavailable } from "../Domain/Errors.js"
 
 /** api-v1 §2.9. */
 export const Usage = Schema.Struct({
-  burstLimit: Schema.Int.annotations({ description: "Requests allowed inside the burst window." }),
-  burstWindowMinutes: Schema.Int.annotations({ description: "Length of the sliding burst window in minutes." }),
-  dailyLimit: Schema.Int.annotations({ description: "Requests per UTC day." }),
-  usedToday: Schema.Int.annotations({ description: "Requests spent in the current UTC day, this one included." }),
-  remainingToday: Schema.Int.annotations({ description: "dailyLimit minus usedToday." }),
-  monthlyLimit: Schema.Int.annotations({ description: "Requests per UTC calendar month." }),
-  resetAt: Schema.String.annotations({ description: "When the daily counter resets: the next UTC midnight." })
+  burstLimit: Count.annotations({ description: "Requests allowed inside the burst window." }),
+  burstWindowMinutes: Count.annotations({ description: "Length of the sliding burst window in minutes." }),
+  dailyLimit: Count.annotations({ description: "Requests per UTC day." }),
+  usedToday: Count.annotations({ description: "Requests spent in the current UTC day, this one included." }),
+  remainingToday: Count.annotations({ description: "dailyLimit minus usedToday." }),
+  monthlyLimit: Count.annotations({ description: "Requests per UTC calendar month." }),
+  resetAt: Timestamp.annotations({ description: "When the daily counter resets: the next UTC midnight." })
 }).annotations({ identifier: "Usage", title: "Usage" })
 
 export class UsageApi extends HttpApiGroup.make("usage")
@@ -27,4 +28,5 @@ export class UsageApi extends HttpApiGroup.make("usage")
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Usage")
+  .annotate(OpenApi.Description, "The request quota of the key's creator; every answer also reports it in RateLimit-* headers.")
 {}

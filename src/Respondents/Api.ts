@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
+import { IdText } from "../Domain/Bounds.js"
 import { InvalidRequest, NotFound, RateLimited, ServiceUnavailable, Unauthorized } from "../Domain/Errors.js"
 import type { RespondentContext } from "../Domain/Respondent.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
@@ -23,14 +24,14 @@ export class RespondentAuth extends HttpApiMiddleware.Tag<RespondentAuth>()("Res
   security: { respondentToken: HttpApiSecurity.bearer }
 }) {}
 
-export const ResponseStarted = Schema.Struct({ responseId: Schema.String }).annotations({ identifier: "ResponseStarted" })
+export const ResponseStarted = Schema.Struct({ responseId: IdText }).annotations({ identifier: "ResponseStarted" })
 
 export const ResponseSaved = Schema.Struct({
-  responseId: Schema.String,
+  responseId: IdText,
   completed: Schema.Boolean
 }).annotations({ identifier: "ResponseSaved" })
 
-export const ResponseIdParam = Schema.String.pipe(Schema.maxLength(200)).annotations({
+export const ResponseIdParam = IdText.annotations({
   description: "A response this token started."
 })
 

@@ -1,7 +1,8 @@
 import type { Issue } from "../Domain/Errors.js"
 import type { QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
 import { countryCodes } from "../Domain/Countries.js"
-import { MAX_TEXT_LENGTH, type SubmittedAnswer } from "./Submission.js"
+import { MAX_TEXT_LENGTH } from "../Domain/Response.js"
+import type { SubmittedAnswer } from "./Submission.js"
 
 /** What validation needs to know about a question. */
 export interface ValidationQuestion {

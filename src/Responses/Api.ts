@@ -3,7 +3,7 @@ import { ParseResult, Schema, SchemaAST } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { Forbidden, InvalidRequest, NotFound, ServiceUnavailable } from "../Domain/Errors.js"
-import { Limit, Page } from "../Domain/Page.js"
+import { Cursor, Limit, Page } from "../Domain/Page.js"
 import { ResponseStatusFilter, SurveyResponse } from "../Domain/Response.js"
 import { ResponseId } from "../Domain/Ids.js"
 import { IsoInstant } from "../Domain/Time.js"
@@ -29,7 +29,7 @@ const ResponseFilters = {
 /** The JSON page's parameters. */
 export const ResponsePageParams = Schema.Struct({
   limit: Schema.optional(Limit),
-  cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." })),
+  cursor: Schema.optional(Cursor),
   ...ResponseFilters
 })
 
@@ -135,6 +135,7 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       HttpApiSchema.param("responseId", ResponseId.annotations({ description: "Response id." }))
     }`
       .addSuccess(SurveyResponse)
+      .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Get one response")
@@ -144,6 +145,7 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
       HttpApiSchema.param("responseId", ResponseId.annotations({ description: "Response id." }))
     }`
       .addSuccess(HttpApiSchema.NoContent)
+      .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Delete one response")
@@ -158,4 +160,5 @@ export class ResponsesApi extends HttpApiGroup.make("responses")
   .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Responses")
+  .annotate(OpenApi.Description, "A survey's responses: pages synced by creation or change, one response, deletion, and the CSV export.")
 {}

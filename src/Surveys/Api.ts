@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
-import { Limit, Page } from "../Domain/Page.js"
+import { Cursor, Limit, Page } from "../Domain/Page.js"
 import { SurveyId } from "../Domain/Ids.js"
 import { Survey } from "../Domain/Survey.js"
 import { documentEtag } from "./SurveyVersion.js"
@@ -16,7 +16,7 @@ export class SurveysApi extends HttpApiGroup.make("surveys")
     HttpApiEndpoint.get("list", "/surveys")
       .setUrlParams(Schema.Struct({
         limit: Schema.optional(Limit),
-        cursor: Schema.optional(Schema.String.annotations({ description: "Opaque value from a previous nextCursor." }))
+        cursor: Schema.optional(Cursor)
       }))
       .addSuccess(SurveyPage)
       .addError(InvalidRequest.Wire)
@@ -25,6 +25,7 @@ export class SurveysApi extends HttpApiGroup.make("surveys")
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}`
       .addSuccess(Survey)
+      .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Get one survey")
@@ -32,4 +33,5 @@ export class SurveysApi extends HttpApiGroup.make("surveys")
   )
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Surveys")
+  .annotate(OpenApi.Description, "The workspace's surveys as the key sees them, newest activity first.")
 {}

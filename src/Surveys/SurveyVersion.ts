@@ -13,7 +13,7 @@ export const etagOf = (updatedAt: string): string => `"${Date.parse(updatedAt).t
 export const documentEtag = (status: number) =>
   documentAnswerHeader(status, "ETag", {
     description: "The survey's version: send it as If-Match to change the survey only if nobody changed it since.",
-    schema: { type: "string" }
+    schema: { type: "string", maxLength: 16 }
   })
 
 /**

@@ -77,6 +77,7 @@ export class TestClockApi extends HttpApiGroup.make("testClock").add(readClock).
   .middleware(JsonBody).middleware(WriteAccess).middleware(Authorization)
   .prefix("/api/v1")
   .annotate(OpenApi.Title, "Test clock")
+  .annotate(OpenApi.Description, "The simulated clock of a process started with --test-clock.")
 {}
 
 /** The header every answer of a process on a simulated clock carries (v1-extensions §X5.1). */

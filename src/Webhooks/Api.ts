@@ -3,14 +3,21 @@ import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.js"
-import { DisabledReason, EventFilter, MaxAttemptsPerSecond, SigningSecret } from "../Domain/Webhook.js"
+import { boundedInt, boundedString, Count, IdText, MAX_URL_LENGTH, Timestamp, UrlText } from "../Domain/Bounds.js"
+import {
+  DisabledReason,
+  EventFilter,
+  MAX_SIGNING_SECRET_LENGTH,
+  MaxAttemptsPerSecond,
+  SigningSecret
+} from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
-import { Limit } from "../Domain/Page.js"
+import { Limit, MAX_PAGE_SIZE } from "../Domain/Page.js"
 import { IsoInstant } from "../Domain/Time.js"
 import { acceptsUnknownFields, JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
 
-const events = Schema.Array(SubscribableEventType).annotations({
+const events = Schema.Array(SubscribableEventType).pipe(Schema.maxItems(SubscribableEventType.literals.length)).annotations({
   description: "Event types the webhook receives; `[]` when no webhook is configured. `webhook.test` is always sent."
 })
 
@@ -18,7 +25,7 @@ const disabledReason = Schema.NullOr(DisabledReason).annotations({
   description: "Why the webhook was switched off (`enabled` is then false and `targetUrl` kept); null unless disabled."
 })
 
-const previousSecretExpiresAt = Schema.NullOr(Schema.String).annotations({
+const previousSecretExpiresAt = Schema.NullOr(Timestamp).annotations({
   description:
     "Until when deliveries are also signed with secrets replaced by a rotation (the last one's 24 hours); null when none is honoured."
 })
@@ -30,7 +37,7 @@ const maxAttemptsPerSecond = Schema.NullOr(MaxAttemptsPerSecond).annotations({
 /** Webhook settings (api-v1 §2.6) as every GET answers them: never the secret. */
 export const WebhookSettings = Schema.Struct({
   enabled: Schema.Boolean.annotations({ description: "Whether a webhook is configured and not disabled." }),
-  targetUrl: Schema.NullOr(Schema.String).annotations({ description: "Receiving URL; null when none is configured." }),
+  targetUrl: Schema.NullOr(UrlText).annotations({ description: "Receiving URL; null when none is configured." }),
   events,
   disabledReason,
   previousSecretExpiresAt,
@@ -40,8 +47,8 @@ export const WebhookSettings = Schema.Struct({
 /** The answer of a PUT: the only place the new signing secret ever appears. */
 export const WebhookRegistered = Schema.Struct({
   enabled: Schema.Boolean,
-  targetUrl: Schema.String,
-  signingSecret: Schema.String.annotations({
+  targetUrl: UrlText,
+  signingSecret: boundedString(MAX_SIGNING_SECRET_LENGTH).annotations({
     description: "Standard Webhooks secret (`whsec_` + base64). Shown only in this answer; each PUT rotates it."
   }),
   events,
@@ -49,8 +56,8 @@ export const WebhookRegistered = Schema.Struct({
 }).annotations({ identifier: "WebhookRegistered" })
 
 export const WebhookTarget = Schema.Struct({
-  targetUrl: Schema.String.annotations({
-    description: "Public HTTPS URL. Loopback, private, link-local and reserved hosts, and URLs with credentials, are refused."
+  targetUrl: boundedString(MAX_URL_LENGTH, "uri").annotations({
+    description: "Public HTTPS URL, at most 2,048 characters. Loopback, private, link-local and reserved hosts, and URLs with credentials, are refused."
   }),
   events: Schema.optional(EventFilter).annotations({
     description:
@@ -66,8 +73,10 @@ export const SecretRotation = Schema.Struct({
 
 /** The answer of a rotation: with a PUT's, the only place a signing secret ever appears. */
 export const SecretRotated = Schema.Struct({
-  secret: Schema.String.annotations({ description: "The new signing secret; deliveries are signed with it from now on." }),
-  previousSecretExpiresAt: Schema.String.annotations({
+  secret: boundedString(MAX_SIGNING_SECRET_LENGTH).annotations({
+    description: "The new signing secret; deliveries are signed with it from now on."
+  }),
+  previousSecretExpiresAt: Timestamp.annotations({
     description: "Until when deliveries are also signed with the replaced secret (24 hours from now)."
   })
 }).annotations({ identifier: "WebhookSecretRotated" })
@@ -88,7 +97,11 @@ const rotateBody = {
           schema: {
             type: "object",
             properties: {
-              secret: { type: "string", description: "`whsec_` + standard base64 of 24 to 64 random bytes." }
+              secret: {
+                type: "string",
+                maxLength: MAX_SIGNING_SECRET_LENGTH,
+                description: "`whsec_` + standard base64 of 24 to 64 random bytes."
+              }
             },
             additionalProperties: false
           }
@@ -99,19 +112,19 @@ const rotateBody = {
 
 /** One delivery attempt (api-v1 §2.7); never the payload. */
 export const DeliveryAttempt = Schema.Struct({
-  id: Schema.String.annotations({ description: "Unique per attempt, not per event." }),
-  eventId: Schema.String.annotations({ description: "Equals the payload `id` and the `x-service-event-id` header." }),
-  eventType: Schema.String,
-  surveyId: Schema.NullOr(Schema.String).annotations({ description: "Null only for a workspace test event." }),
+  id: IdText.annotations({ description: "Unique per attempt, not per event." }),
+  eventId: IdText.annotations({ description: "Equals the payload `id` and the `x-service-event-id` header." }),
+  eventType: boundedString(64),
+  surveyId: Schema.NullOr(IdText).annotations({ description: "Null only for a workspace test event." }),
   ok: Schema.Boolean.annotations({ description: "True when the endpoint answered 2xx." }),
-  responseStatus: Schema.NullOr(Schema.Int).annotations({
+  responseStatus: Schema.NullOr(boundedInt(100, 999)).annotations({
     description: "The endpoint's HTTP status; null when no exchange happened (timeout, refused host, blocked redirect)."
   }),
-  error: Schema.NullOr(Schema.String).annotations({ description: "One line, at most 200 characters; null on success." }),
-  attemptedAt: Schema.String
+  error: Schema.NullOr(boundedString(200)).annotations({ description: "One line, at most 200 characters; null on success." }),
+  attemptedAt: Timestamp
 }).annotations({ identifier: "DeliveryAttempt" })
 
-export const DeliveryLog = Schema.Struct({ data: Schema.Array(DeliveryAttempt) }).annotations({
+export const DeliveryLog = Schema.Struct({ data: Schema.Array(DeliveryAttempt).pipe(Schema.maxItems(MAX_PAGE_SIZE)) }).annotations({
   identifier: "DeliveryLog"
 })
 
@@ -123,12 +136,12 @@ export const WebhookTestResult = Schema.Struct({
 
 const EventId = HttpApiSchema.param(
   "eventId",
-  Schema.String.annotations({ description: "An event id (`evt_…`), as in the payload and the delivery log." })
+  IdText.annotations({ description: "An event id (`evt_…`), as in the payload and the delivery log." })
 )
 
 /** The answer of a redelivery (v1-extensions §X1.2). */
 export const Redelivery = Schema.Struct({
-  eventId: Schema.String,
+  eventId: IdText,
   queued: Schema.Boolean.annotations({
     description: "False when a delivery of this event to this webhook was already pending or being attempted; nothing was added."
   })
@@ -141,7 +154,7 @@ export const RecoveryWindow = Schema.Struct({
 }).annotations({ identifier: "WebhookRecoveryWindow", ...acceptsUnknownFields })
 
 export const Recovery = Schema.Struct({
-  queued: Schema.Int.annotations({ description: "Deliveries queued: events of the window not yet delivered nor pending." })
+  queued: Count.annotations({ description: "Deliveries queued: events of the window not yet delivered nor pending." })
 }).annotations({ identifier: "WebhookRecovery" })
 
 const redeliverDescription =
@@ -159,6 +172,7 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
   .add(
     HttpApiEndpoint.get("get")`/surveys/${SurveyIdParam}/webhook`
       .addSuccess(WebhookSettings)
+      .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "Read the survey's webhook (never the secret)")
@@ -244,6 +258,7 @@ export class SurveyWebhookApi extends HttpApiGroup.make("surveyWebhook")
   .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Survey webhook")
+  .annotate(OpenApi.Description, "The webhook of one survey: settings, tests, secret rotation, redelivery, recovery and its delivery log.")
 {}
 
 export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
@@ -319,4 +334,5 @@ export class WorkspaceWebhooksApi extends HttpApiGroup.make("workspaceWebhooks")
   .middleware(WriteAccess)
   .middleware(Authorization)
   .annotate(OpenApi.Title, "Workspace webhook")
+  .annotate(OpenApi.Description, "The webhook that receives the events of every survey of the workspace.")
 {}

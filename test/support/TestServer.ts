@@ -170,7 +170,7 @@ const read = (response: HttpClientResponse.HttpClientResponse) =>
  * headers say otherwise), answered with status, headers and parsed JSON.
  */
 export const call = (
-  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE",
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS",
   path: string,
   options: { readonly token?: string; readonly headers?: Record<string, string>; readonly body?: string } = {}
 ) =>
