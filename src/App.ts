@@ -1,6 +1,7 @@
 import { type HttpApi, HttpApiBuilder, type HttpApp, HttpMiddleware, HttpRouter, HttpServer } from "@effect/platform"
 import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
+import { RebuildRepo } from "./Analytics/RebuildRepo.js"
 import { Aggregator } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { withRedactedHeaders } from "./Telemetry/SecretUrls.js"
@@ -110,6 +111,7 @@ export const RepositoriesLive = Layer.mergeAll(
   ResponseWriteRepo.Default,
   ChangeClockRepo.Default,
   AggregateRepo.Default,
+  RebuildRepo.Default,
   WebhookRepo.Default,
   RedeliveryRepo.Default,
   Outbox.Default,

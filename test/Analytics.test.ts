@@ -4,7 +4,7 @@ import { Effect, Layer } from "effect"
 import { SurveyId } from "../src/Domain/Ids.js"
 import { Aggregator, AggregatorLive } from "../src/Analytics/Aggregator.js"
 import { Analytics } from "../src/Domain/Analytics.js"
-import { writeResponse } from "./support/AnalyticsWrites.js"
+import { settleAnalytics, writeResponse } from "./support/AnalyticsWrites.js"
 import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { TestServer } from "./support/TestServer.js"
@@ -113,9 +113,17 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
       const sql = yield* SqlClient.SqlClient
       yield* sql`UPDATE questions SET deleted = 1 WHERE id = 'q_text'`
       yield* sql`UPDATE questions SET position = 1 WHERE id = 'q_num'`
+      const before = yield* analytics()
       const rebuilt = yield* Effect.flatMap(Aggregator, (a) => a.sweepLayouts())
       expect(rebuilt).toBe(1)
+      // Until the rebuild is done: the former counters, said to be stale.
+      const meanwhile = yield* analytics()
+      expect(meanwhile.stale).toBe(true)
+      expect(meanwhile.responseCount).toBe(before.responseCount)
+      expect(question(meanwhile, "q_pick")).toEqual(question(before, "q_pick"))
+      yield* settleAnalytics
       const data = yield* analytics()
+      expect(data.stale).toBe(false)
       expect(data.questions.map((q) => q.id)).toEqual(["q_num", "q_pick", "q_rank"])
       const fromScratch = yield* Effect.flatMap(Aggregator, (a) => a.rebuild(SurveyId.make("srv_main")))
       expect(fromScratch).toBe(3)

@@ -3,11 +3,11 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, FastCheck as fc, Schema } from "effect"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
-import { type Aggregates, aggregate, analyticsOf, type QuestionDef, type ResponseInput } from "../src/Analytics/Compute.js"
+import { aggregate, analyticsOf, type QuestionDef, type ResponseInput } from "../src/Analytics/Compute.js"
 import type { Analytics } from "../src/Domain/Analytics.js"
 import { StoredQuestionType } from "../src/Domain/Question.js"
 import { ResponseDeletion } from "../src/Responses/ResponseDeletion.js"
-import { expectClose, oracle } from "./support/AnalyticsOracle.js"
+import { expectClose, oracle, plainAggregates } from "./support/AnalyticsOracle.js"
 import { writeResponse } from "./support/AnalyticsWrites.js"
 import { decodeAs, TestDatabase } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
@@ -83,15 +83,6 @@ const scenarioArb = questionsArb.chain((questions) =>
   })
 )
 
-const plain = (agg: Aggregates) => ({
-  responseCount: agg.responseCount,
-  completedCount: agg.completedCount,
-  reach: [...agg.reach].sort((a, b) => a[0] - b[0]),
-  questions: [...agg.questions].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
-  options: [...agg.options].flatMap(([q, m]) => [...m].map(([v, o]) => [q, v, o.count, o.rankSum] as const)).sort(),
-  numbers: [...agg.numbers].flatMap(([q, m]) => [...m].map(([n, c]) => `${q}:${n}:${c}`)).sort()
-})
-
 const toPlainAnalytics = (a: typeof Analytics.Encoded): unknown => JSON.parse(JSON.stringify(a))
 
 const Setup = TestDatabase({
@@ -166,11 +157,11 @@ layer(Setup)("stored aggregates", (it) => {
 
           const responses = [...model.values()]
           const stored = yield* repo.load(surveyId)
-          expectClose(plain(stored.aggregates), plain(aggregate(questions, responses)))
+          expectClose(plainAggregates(stored.aggregates), plainAggregates(aggregate(questions, responses)))
           expectClose(toPlainAnalytics(analyticsOf(questions, stored.aggregates)), oracle(questions, responses))
 
           yield* aggregator.rebuild(surveyId)
-          expectClose(plain((yield* repo.load(surveyId)).aggregates), plain(aggregate(questions, responses)))
+          expectClose(plainAggregates((yield* repo.load(surveyId)).aggregates), plainAggregates(aggregate(questions, responses)))
         }
       }).pipe(Effect.orDie),
     { fastCheck: { numRuns: 80 } }

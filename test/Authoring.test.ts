@@ -3,6 +3,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
 import { EventEnvelope } from "../src/Domain/Event.js"
+import { settleAnalytics } from "./support/AnalyticsWrites.js"
 import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
@@ -40,7 +41,8 @@ const AnswersBody = Schema.Struct({
   }))
 })
 const AnalyticsBody = Schema.Struct({
-  questions: Schema.Array(Schema.Struct({ id: Schema.String, respondentCount: Schema.Number }))
+  questions: Schema.Array(Schema.Struct({ id: Schema.String, respondentCount: Schema.Number })),
+  stale: Schema.Boolean
 })
 const Stored = Schema.Array(Schema.Struct({ id: Schema.String, type: Schema.String, deleted: Schema.Number }))
 
@@ -428,7 +430,12 @@ layer(TestServer(respondentFixture))("replacing the question list", (it) => {
       expect(page.text).not.toContain("\"fieldId\":\"q_text\"")
       expect(yield* storedQuestions("srv_main")).toContainEqual({ id: "q_text", type: "textarea", deleted: 1 })
 
+      // What is counted changed: the analytics say so until the background rebuild is done.
+      const meanwhile = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.editor))
+      expect(meanwhile.stale).toBe(true)
+      yield* settleAnalytics
       const analytics = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.editor))
+      expect(analytics.stale).toBe(false)
       expect(analytics.questions.map((q) => q.id)).toEqual(["q_num", "q_new", "q_pick", "q_rank"])
       expect(analytics.questions.find((q) => q.id === "q_pick")?.respondentCount).toBe(2)
       expect(analytics.questions.find((q) => q.id === "q_num")?.respondentCount).toBe(1)

@@ -439,12 +439,17 @@ export const analyticsJson = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
   const options = new Map<string, Map<string, { count: number; rankSum: number }>>()
   const numbers = new Map<string, Map<number, number>>()
   const reach = new Map<number, number>()
+  let signature: string | null = null
+  let rebuilding = false
   for (const row of rows as Array<[number, string, string, number, number, number, number, number, string]>) {
     const [kind, questionId, value, a, b, c, d, e, f] = row
-    if (kind === 5) {
+    if (kind === 6) {
+      rebuilding = a !== 0
+    } else if (kind === 5) {
       // id, type, position, deleted, options
       questionRows.push({ id: questionId, type: value, position: a, deleted: b, options: f })
     } else if (kind === 0) {
+      signature = value
       responseCount = a
       completedCount = b
     } else if (kind === 1) {
@@ -466,6 +471,8 @@ export const analyticsJson = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
     for (const [at, count] of reach) if (at >= position) reached += count
     return reached
   }
+  const layout = questionRows.map((q) => `${q.id}:${q.type}:${q.position}:${q.deleted === 0 ? 0 : 1}`).sort().join(",")
+  const stale = rebuilding || (signature !== null && signature !== layout)
   const shown = questionRows
     .filter((q) => q.deleted === 0 && q.type !== "section")
     .sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -513,6 +520,6 @@ export const analyticsJson = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
     responseCount - completedCount
   },"completionRate":${JSON.stringify(responseCount > 0 ? completedCount / responseCount : null)},"questions":[${
     questions.join(",")
-  }]}`
+  }],"stale":${stale}}`
 }
 

@@ -10,6 +10,7 @@ import {
   questionCountersBranch,
   questionsBranch,
   reachBranch,
+  rebuildBranch,
   storedCountersSql,
   surveyBranch
 } from "./SnapshotSql.js"
@@ -26,6 +27,9 @@ import { SqlDialect, upToSeq } from "../Sql/Dialect.js"
 import { type ResponseId, responseId as brandResponseId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 
 const chunk = 500
+
+/** The tables of a survey's counters, each keyed by `survey_id` first. */
+const counterTables = ["analytics_surveys", "analytics_reach", "analytics_questions", "analytics_options", "analytics_numbers"] as const
 
 const surveyIdColumn = (select: string) => column.map(column.text(select), brandSurveyId)
 const responseIdColumn = (select: string) => column.map(column.text(select), brandResponseId)
@@ -46,7 +50,8 @@ const decodeContribution = Schema.decodeSync(ContributionJson)
 const ContributionColumns = rowShape({
   responseId: responseIdColumn("response_id"),
   surveyId: surveyIdColumn("survey_id"),
-  contribution: column.map(column.text("contribution"), decodeContribution)
+  contribution: column.map(column.text("contribution"), decodeContribution),
+  generation: column.num("generation")
 })
 const ChangeColumns = rowShape({
   seq: column.num("seq"),
@@ -82,10 +87,11 @@ const PagedResponseColumns = rowShape({ ...responseFields, createdAt: column.tex
 const PositionColumns = rowShape({ seq: column.num("seq") })
 /** The newest change, NULL while the log is empty. */
 const LatestChangeColumns = rowShape({ seq: column.nullableNum("MAX(seq) AS seq") })
-/** The newest change and the aggregator's position, each NULL when absent. */
+/** The newest change and the aggregator's position, each NULL when absent, and whether a survey is being rebuilt. */
 const LagColumns = rowShape({
   latest: column.nullableNum("(SELECT MAX(seq) FROM response_changes) AS latest"),
-  position: column.nullableNum("(SELECT seq FROM analytics_position WHERE id = 1) AS position")
+  position: column.nullableNum("(SELECT seq FROM analytics_position WHERE id = 1) AS position"),
+  rebuilding: column.nullableNum("(SELECT 1 FROM analytics_rebuilds WHERE active = 1 LIMIT 1) AS rebuilding")
 })
 
 export interface CurrentResponse extends ResponseInput {
@@ -103,6 +109,8 @@ export interface StoredContribution {
   readonly responseId: ResponseId
   readonly surveyId: SurveyId
   readonly contribution: Contribution
+  /** The generation of the counters it is counted in (src/Analytics/RebuildRepo.ts). */
+  readonly generation: number
 }
 
 // Each branch's cells, read by the names SnapshotSql builds its statement from.
@@ -141,6 +149,7 @@ const questionCells = {
   deleted: named(questionsBranch.columns, "deleted", num),
   options: named(questionsBranch.columns, "options", text)
 }
+const rebuildCells = { active: named(rebuildBranch.columns, "active", num) }
 const kindOf = named(surveyBranch.columns, "kind", num)
 
 /** Reads the rows of `storedCountersSql` or `analyticsSnapshotSql`. */
@@ -148,6 +157,7 @@ const foldCounters = (rows: ReadonlyArray<Row>) => {
   const agg = emptyAggregates()
   const questions: Array<QuestionDef> = []
   let signature: string | null = null
+  let rebuilding = false
   for (const row of rows) {
     switch (kindOf(row)) {
       case surveyBranch.kind:
@@ -190,11 +200,14 @@ const foldCounters = (rows: ReadonlyArray<Row>) => {
           options: parseStoredOptions(questionCells.options(row))
         })
         break
+      case rebuildBranch.kind:
+        rebuilding = rebuildCells.active(row) !== 0
+        break
       default:
         throw new TypeError(`Column kind: expected one of the snapshot's branches, got ${kindOf(row)}`)
     }
   }
-  return { questions, stored: { aggregates: agg, signature } }
+  return { questions, rebuilding, stored: { aggregates: agg, signature } }
 }
 
 /** Reads and writes the stored aggregates, the per-response contributions and the change position. */
@@ -220,9 +233,14 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     const questionsOf = (surveyId: SurveyId) =>
       Effect.map(questionsOfSurveys([surveyId]), (bySurvey) => bySurvey.get(surveyId) ?? [])
 
-    /** Question layouts of every survey that has stored aggregates. */
+    /**
+     * Question layouts of every survey that has stored aggregates and no rebuild under way (the
+     * counters a rebuild builds, kept under a key of their own, are not a survey's).
+     */
     const storedLayouts = Effect.gen(function*() {
-      const signatures = (yield* sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys`.values)
+      const signatures = (yield* sql`SELECT ${sql.literal(SurveySignatureColumns.columns)} FROM analytics_surveys
+        WHERE survey_id IN (SELECT id FROM surveys)
+          AND survey_id NOT IN (SELECT survey_id FROM analytics_rebuilds WHERE active = 1)`.values)
         .map(SurveySignatureColumns.read)
       const rows = (yield* sql`SELECT ${sql.literal(QuestionColumns.columns)}
         FROM questions q JOIN analytics_surveys s ON s.survey_id = q.survey_id`.values).map(QuestionColumns.read)
@@ -311,16 +329,22 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
     /** Adds a delta to a survey's counters (creating its rows) and drops rows that fell to zero. */
     const addDelta = (surveyId: SurveyId, delta: Aggregates, signature: string) => addDeltas([{ surveyId, delta, signature }])
 
-    /** Forgets everything stored for a survey. */
-    const clearSurvey = (surveyId: SurveyId) =>
-      Effect.gen(function*() {
-        yield* sql`DELETE FROM analytics_surveys WHERE survey_id = ${surveyId}`
-        yield* sql`DELETE FROM analytics_reach WHERE survey_id = ${surveyId}`
-        yield* sql`DELETE FROM analytics_questions WHERE survey_id = ${surveyId}`
-        yield* sql`DELETE FROM analytics_options WHERE survey_id = ${surveyId}`
-        yield* sql`DELETE FROM analytics_numbers WHERE survey_id = ${surveyId}`
-        yield* sql`DELETE FROM analytics_contributions WHERE survey_id = ${surveyId}`
-      })
+    /** Forgets the counters kept under a key (a survey's, or a rebuild's); contributions stay. */
+    const clearCounters = (key: SurveyId) =>
+      Effect.forEach(counterTables, (table) => sql`DELETE FROM ${sql(table)} WHERE survey_id = ${key}`, { discard: true })
+
+    /**
+     * The counters kept under `from` become those of `to`, whose own are dropped first: statements
+     * over the survey's counter rows (one per question, option value and distinct number), none
+     * over its responses.
+     */
+    const moveCounters = (from: SurveyId, to: SurveyId) =>
+      Effect.zipRight(
+        clearCounters(to),
+        Effect.forEach(counterTables, (table) => sql`UPDATE ${sql(table)} SET survey_id = ${to} WHERE survey_id = ${from}`, {
+          discard: true
+        })
+      )
 
     const attachAnswers = (rows: ReadonlyArray<Row>, answers: ReadonlyArray<Row>): Array<CurrentResponse> => {
       const byResponse = new Map<ResponseId, Array<{ questionId: string; values: ReadonlyArray<string> }>>()
@@ -375,10 +399,11 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
           sql.insert(part.map((r) => ({
             responseId: r.responseId,
             surveyId: r.surveyId,
-            contribution: JSON.stringify(r.contribution)
+            contribution: JSON.stringify(r.contribution),
+            generation: r.generation
           })))
         } ON CONFLICT (response_id) DO UPDATE SET survey_id = excluded.survey_id,
-          contribution = excluded.contribution`, { discard: true })
+          contribution = excluded.contribution, generation = excluded.generation`, { discard: true })
 
     const deleteContributions = (ids: ReadonlyArray<ResponseId>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
@@ -426,7 +451,12 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
      */
     const lag = Effect.map(sql`SELECT ${sql.literal(LagColumns.columns)}`.values, (rows) => {
       const row = rows[0]
-      return row === undefined ? 0 : Math.max(0, (LagColumns.at.latest(row) ?? 0) - (LagColumns.at.position(row) ?? 0))
+      return row === undefined
+        ? { changes: 0, rebuilding: false }
+        : {
+          changes: Math.max(0, (LagColumns.at.latest(row) ?? 0) - (LagColumns.at.position(row) ?? 0)),
+          rebuilding: LagColumns.at.rebuilding(row) !== null
+        }
     })
     /**
      * Drops consumed changes, those after `after` up to `upTo`: the aggregator is the log's only
@@ -474,7 +504,8 @@ export class AggregateRepo extends Effect.Service<AggregateRepo>()("Analytics/Ag
       storedSignatures,
       addDelta,
       addDeltas,
-      clearSurvey,
+      clearCounters,
+      moveCounters,
       currentResponses,
       responsePage,
       contributionsOf,

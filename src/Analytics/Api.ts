@@ -15,7 +15,9 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       .annotate(
         OpenApi.Description,
         "Answered from stored aggregates that a background job keeps current; a response is normally " +
-          "included within 2 seconds of being written."
+          "included within 2 seconds of being written. After a change of the question list that changes what " +
+          "is counted, the counters are rebuilt in the background: meanwhile the answer holds the figures " +
+          "counted before the change, with `stale` true."
       )
   )
   .middleware(Authorization)

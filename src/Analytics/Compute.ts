@@ -193,7 +193,11 @@ const numericOf = (counters: QuestionCounters | undefined, numbers: ReadonlyMap<
  * answer needs no re-encoding (Http/PreEncoded). Work is proportional to questions, options and
  * distinct numbers.
  */
-export const analyticsOf = (questions: ReadonlyArray<QuestionDef>, agg: Aggregates): typeof Analytics.Encoded => {
+export const analyticsOf = (
+  questions: ReadonlyArray<QuestionDef>,
+  agg: Aggregates,
+  stale = false
+): typeof Analytics.Encoded => {
   const shown = questions
     .filter((q) => !q.deleted && q.type !== "section")
     .sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -228,6 +232,7 @@ export const analyticsOf = (questions: ReadonlyArray<QuestionDef>, agg: Aggregat
           })
           : null
       }
-    })
+    }),
+    stale
   }
 }

@@ -5,7 +5,7 @@ import { Analytics } from "../Domain/Analytics.js"
 import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { AggregateRepo } from "./AggregateRepo.js"
-import { analyticsOf } from "./Compute.js"
+import { analyticsOf, signatureOf } from "./Compute.js"
 
 export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =>
   Effect.gen(function*() {
@@ -14,7 +14,9 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
     return handlers.handle("get", ({ path }) =>
       Effect.gen(function*() {
         yield* access.require(path.id)
-        const { questions, stored } = yield* repo.snapshot(path.id).pipe(Effect.orDie)
-        return preEncoded(Analytics, analyticsOf(questions, stored.aggregates))
+        const { questions, rebuilding, stored } = yield* repo.snapshot(path.id).pipe(Effect.orDie)
+        // Counters built for another question list than the one shown are not exact for it.
+        const stale = rebuilding || (stored.signature !== null && stored.signature !== signatureOf(questions))
+        return preEncoded(Analytics, analyticsOf(questions, stored.aggregates, stale))
       }))
   }))

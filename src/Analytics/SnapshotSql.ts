@@ -66,6 +66,13 @@ export const questionsBranch = {
   columns: ["kind", "id", "type", "position", "deleted", null, null, null, "options"]
 } as const satisfies SnapshotBranch
 
+/** Whether a rebuild of the survey's counters is under way (src/Analytics/RebuildRepo.ts). */
+export const rebuildBranch = {
+  kind: 6,
+  from: "analytics_rebuilds",
+  columns: ["kind", null, null, "active", null, null, null, null, null]
+} as const satisfies SnapshotBranch
+
 /**
  * Each column holds one type across the branches (text, integer or double, or NULL), and the
  * first branch names them with typed NULLs: PostgreSQL resolves a union's column types branch by
@@ -88,8 +95,8 @@ const union = (branches: ReadonlyArray<SnapshotBranch>) =>
 export const storedCountersSql = union([surveyBranch, reachBranch, questionCountersBranch, optionsBranch, numbersBranch])
 
 /**
- * `storedCountersSql` and every question of the survey (`questionsBranch`): one statement, one
- * moment.
+ * `storedCountersSql`, every question of the survey (`questionsBranch`) and whether its counters
+ * are being rebuilt (`rebuildBranch`): one statement, one moment.
  */
 export const analyticsSnapshotSql = union([
   surveyBranch,
@@ -97,5 +104,6 @@ export const analyticsSnapshotSql = union([
   questionCountersBranch,
   optionsBranch,
   numbersBranch,
-  questionsBranch
+  questionsBranch,
+  rebuildBranch
 ])

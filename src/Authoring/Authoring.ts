@@ -1,5 +1,7 @@
 import { Clock, Data, Effect, Either } from "effect"
-import { Aggregator } from "../Analytics/Aggregator.js"
+import { AggregateRepo } from "../Analytics/AggregateRepo.js"
+import { signatureOf } from "../Analytics/Compute.js"
+import { RebuildRepo } from "../Analytics/RebuildRepo.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { Forbidden, InvalidRequest, type Issue, NotFound, PreconditionFailed } from "../Domain/Errors.js"
 import { makeId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
@@ -67,7 +69,8 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
     const access = yield* SurveyAccess
     const lifecycle = yield* SurveyLifecycle
     const outbox = yield* Outbox
-    const aggregator = yield* Aggregator
+    const aggregates = yield* AggregateRepo
+    const rebuilds = yield* RebuildRepo
 
     const reread = (id: SurveyId) => surveys.findById(id).pipe(Effect.flatMap(Effect.orDie))
 
@@ -79,9 +82,11 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
     const write = <A, R>(
       id: SurveyId,
       ifMatch: string | undefined,
-      change: (survey: SurveyRow, next: string) => Effect.Effect<A, ChangeError, R>
+      change: (survey: SurveyRow, next: string) => Effect.Effect<A, ChangeError, R>,
+      lockFirst: Effect.Effect<void, DatabaseError> = Effect.void
     ) =>
       transactions.within(Effect.gen(function*() {
+        yield* lockFirst
         const survey = yield* access.require(id)
         if (!ifMatchAdmits(ifMatch, etagOf(survey.updatedAt))) return yield* stale()
         const next = nextUpdatedAt(yield* Clock.currentTimeMillis, survey.updatedAt)
@@ -158,16 +163,20 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
     const replaceQuestions = Effect.fn("Authoring.replaceQuestions")(
       function*(id: SurveyId, ifMatch: string | undefined, inputs: ReadonlyArray<QuestionInput>) {
         const writes = yield* writesOf(inputs)
-        const result = yield* write(id, ifMatch, (survey, next) =>
+        // The survey's row locked first, then read: saves in flight are done, and the version read
+        // is the one to claim.
+        return yield* write(id, ifMatch, (survey, next) =>
           Effect.gen(function*() {
             yield* claim(survey, next)
+            const before = signatureOf(yield* aggregates.questionsOf(survey.id))
             yield* storeQuestions(survey, writes)
+            // What is counted changed (a question added, removed, moved or retyped): the survey's
+            // analytics are rebuilt in the background, asked for with the change. Labels, options
+            // and `required` change no counter.
+            const after = signatureOf(yield* aggregates.questionsOf(survey.id))
+            if (after !== before) yield* rebuilds.request(survey.id, after, toIso(yield* Clock.currentTimeMillis))
             return { survey: yield* reread(survey.id), questions: yield* questions.listWire(survey.id) }
-          }))
-        // After the commit: the aggregator takes its own lock and transaction. Until it is done the
-        // answer waits, so that analytics read next follow the new list.
-        yield* aggregator.rebuild(id).pipe(Effect.catchTag("SqlError", Effect.die))
-        return result
+          }), repo.lockQuestions(id))
       }
     )
 

@@ -54,6 +54,18 @@ export class AuthoringRepo extends Effect.Service<AuthoringRepo>()("Authoring/Au
         Effect.map((rows) => rows.length > 0)
       )
 
+    /**
+     * Locks the survey's row for a replacement of its questions (PostgreSQL): a save holds the row
+     * FOR KEY SHARE from before it reads the questions to its commit
+     * (src/Responses/ResponseWriteRepo.ts `holdSurvey`), so the two take turns. SQLite's writers
+     * take turns anyway.
+     */
+    const lockQuestions = (id: SurveyId) =>
+      sql.onDialectOrElse({
+        pg: () => sql`SELECT id FROM surveys WHERE id = ${id} FOR UPDATE`.pipe(Effect.asVoid),
+        orElse: () => Effect.void
+      })
+
     const setDetails = (id: SurveyId, title: string, description: string | null) =>
       sql`UPDATE surveys SET title = ${title}, description = ${description} WHERE id = ${id}`.pipe(Effect.asVoid)
 
@@ -105,6 +117,7 @@ export class AuthoringRepo extends Effect.Service<AuthoringRepo>()("Authoring/Au
     return {
       insertSurvey,
       claim,
+      lockQuestions,
       setDetails,
       questionsOf,
       answered,

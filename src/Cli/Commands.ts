@@ -2,7 +2,7 @@ import { SurveyId } from "../Domain/Ids.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Duration, Effect, Layer, Logger, LogLevel, Option, Schema } from "effect"
-import { Aggregator } from "../Analytics/Aggregator.js"
+import { Aggregator, type RebuildBatch } from "../Analytics/Aggregator.js"
 import { CoreFor, LoggingLive, ServerLive, TestClockServerLive } from "../App.js"
 import { ApiKeyRepo } from "../Auth/ApiKeyRepo.js"
 import { AppConfig } from "../Config.js"
@@ -206,6 +206,22 @@ const surveys = Command.make("surveys").pipe(Command.withSubcommands([
   lifecycle("trash", "Move a survey to the trash")
 ]))
 
+/**
+ * A rebuild's progress on a terminal: one line rewritten in place every `progressEvery` batches
+ * and at the end of each survey. Nothing when the output is not a terminal (a log, a pipe).
+ */
+const progressEvery = 20
+const rebuildProgress = (tty: boolean) => {
+  let batches = 0
+  return (batch: RebuildBatch, survey?: { readonly index: number; readonly of: number }) =>
+    Effect.sync(() => {
+      batches += 1
+      if (!tty || (!batch.done && batches % progressEvery !== 0)) return
+      const of = survey === undefined ? "" : ` (survey ${survey.index} of ${survey.of})`
+      process.stdout.write(`\r\u001b[2KRebuilding ${batch.surveyId}${of}: ${batch.passed} responses counted${batch.done ? ", done.\n" : "…"}`)
+    })
+}
+
 const analyticsRebuild = Command.make("rebuild", {
   survey: Args.text({ name: "SURVEY_ID" }).pipe(Args.optional),
   db
@@ -214,16 +230,20 @@ const analyticsRebuild = Command.make("rebuild", {
     db,
     Effect.gen(function*() {
       const aggregator = yield* Aggregator
+      const progress = rebuildProgress(process.stdout.isTTY === true)
       yield* Option.match(survey, {
         onNone: () =>
-          Effect.flatMap(aggregator.rebuildAll(), (done) =>
+          Effect.flatMap(aggregator.rebuildAll((batch, index, of) => progress(batch, { index, of })), (done) =>
             Console.log(`Rebuilt analytics of ${done.surveys} surveys from ${done.responses} responses.`)),
         onSome: (id) =>
-          Effect.flatMap(aggregator.rebuildExisting(SurveyId.make(id)), (responses) =>
+          Effect.flatMap(aggregator.rebuildExisting(SurveyId.make(id), (batch) => progress(batch)), (responses) =>
             Console.log(`Rebuilt analytics of survey ${id} from ${responses} responses.`))
       })
     })
-  )).pipe(Command.withDescription("Recompute stored analytics from the responses (one survey, or all)"))
+  )).pipe(Command.withDescription(
+    "Recompute stored analytics from the responses (one survey, or all), in short batches beside a running server; " +
+      "progress on a terminal"
+  ))
 
 const analytics = Command.make("analytics").pipe(Command.withSubcommands([analyticsRebuild]))
 

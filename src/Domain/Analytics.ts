@@ -52,5 +52,11 @@ export class Analytics extends Schema.Class<Analytics>("Analytics")({
   completionRate: Schema.NullOr(Schema.Number).annotations({
     description: "completed / all, between 0 and 1; null before the first response."
   }),
-  questions: Schema.Array(QuestionAnalytics).pipe(Schema.maxItems(MAX_QUESTIONS)).annotations({ description: "One entry per question, in survey order." })
+  questions: Schema.Array(QuestionAnalytics).pipe(Schema.maxItems(MAX_QUESTIONS)).annotations({ description: "One entry per question, in survey order." }),
+  stale: Schema.Boolean.annotations({
+    description: "True while the counters are being rebuilt after a change of the question list that changes what " +
+      "is counted: the figures are those counted before that change (changes to responses since are not in " +
+      "them yet). False when they include every response as of the question list shown (within the usual few " +
+      "seconds of a write)."
+  })
 }) {}

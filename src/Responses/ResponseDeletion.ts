@@ -1,6 +1,6 @@
 import { Array as Arr, Effect } from "effect"
 import { AggregateRepo } from "../Analytics/AggregateRepo.js"
-import { apply, emptyAggregates } from "../Analytics/Compute.js"
+import { forgetContributions, RebuildRepo } from "../Analytics/RebuildRepo.js"
 import type { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
 import { Outbox } from "../Events/OutboxRepo.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
@@ -24,22 +24,11 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
     const transactions = yield* Transactions
     const repo = yield* ResponseDeletionRepo
     const aggregates = yield* AggregateRepo
+    const rebuilds = yield* RebuildRepo
     const outbox = yield* Outbox
 
-    /** Subtracts what the responses contributed to their surveys' stored counters. */
-    const subtractContributions = (ids: ReadonlyArray<ResponseId>) =>
-      Effect.gen(function*() {
-        const former = yield* aggregates.contributionsOf(ids)
-        for (const rows of Object.values(Arr.groupBy(former, (f) => f.surveyId))) {
-          const surveyId = rows[0].surveyId
-          const signature = yield* aggregates.storedSignature(surveyId)
-          if (signature === null) continue
-          const delta = emptyAggregates()
-          for (const row of rows) apply(delta, row.contribution, -1)
-          yield* aggregates.addDelta(surveyId, delta, signature)
-        }
-        yield* aggregates.deleteContributions(ids)
-      })
+    /** Subtracts what the responses contributed to the stored counters they are counted in. */
+    const subtractContributions = (ids: ReadonlyArray<ResponseId>) => forgetContributions(aggregates, rebuilds, ids)
 
     /** Rewrites every stored payload that carries one of the responses. */
     const reducePayloads = (doomed: ReadonlyArray<Doomed>) =>

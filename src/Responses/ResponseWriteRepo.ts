@@ -54,6 +54,18 @@ export class ResponseWriteRepo extends Effect.Service<ResponseWriteRepo>()("Resp
 
     return {
       /**
+       * Holds the survey's row until commit, before the save reads its questions (PostgreSQL): a
+       * replacement of the questions locks the row FOR UPDATE (src/Authoring/AuthoringRepo.ts
+       * `lockQuestions`), so it waits for the saves holding it and they wait for it; the questions
+       * read next are then those the answers are stored under. Nothing on SQLite, whose writers
+       * take turns from BEGIN IMMEDIATE on.
+       */
+      holdSurvey: dialect.choose({
+        sqlite: () => (_surveyId: SurveyId): Effect.Effect<void, DatabaseError> => Effect.void,
+        pg: () => (surveyId: SurveyId): Effect.Effect<void, DatabaseError> =>
+          Effect.asVoid(sql`SELECT id FROM surveys WHERE id = ${surveyId} FOR KEY SHARE`)
+      }),
+      /**
        * Whether the token is still stored, holding it until commit (exclusively for a save that
        * may start the token's one response).
        */

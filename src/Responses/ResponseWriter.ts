@@ -221,6 +221,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const write = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
       Effect.gen(function*() {
         yield* holdToken(respondent, target)
+        yield* saves.holdSurvey(respondent.surveyId)
         const survey = yield* acceptingSurvey(respondent.surveyId)
         const { questions } = survey
         const { accepted, checkable } = yield* validated(questions, submission)

@@ -19,6 +19,7 @@ import SealedIdempotentAnswers from "./migrations/0016_sealed_idempotent_answers
 import ClockMark from "./migrations/0017_clock_mark.js"
 import WebhookRotationRate from "./migrations/0018_webhook_rotation_rate.js"
 import Authoring from "./migrations/0019_authoring.js"
+import AnalyticsRebuilds from "./migrations/0020_analytics_rebuilds.js"
 
 /**
  * Every migration, in order. Each feature adds its own file under `migrations/`
@@ -42,7 +43,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0016_sealed_idempotent_answers": SealedIdempotentAnswers,
   "0017_clock_mark": ClockMark,
   "0018_webhook_rotation_rate": WebhookRotationRate,
-  "0019_authoring": Authoring
+  "0019_authoring": Authoring,
+  "0020_analytics_rebuilds": AnalyticsRebuilds
 }
 
 /**

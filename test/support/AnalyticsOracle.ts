@@ -1,6 +1,6 @@
 import { expect } from "@effect/vitest"
 import { Schema } from "effect"
-import { isNonEmpty, numberOf, type QuestionDef, type ResponseInput } from "../../src/Analytics/Compute.js"
+import { type Aggregates, isNonEmpty, numberOf, type QuestionDef, type ResponseInput } from "../../src/Analytics/Compute.js"
 
 /** The figures of decisions §5 straight from their definitions, for comparison. */
 export const oracle = (questions: ReadonlyArray<QuestionDef>, responses: ReadonlyArray<ResponseInput>) => {
@@ -62,7 +62,9 @@ export const oracle = (questions: ReadonlyArray<QuestionDef>, responses: Readonl
           })
           : null
       }
-    })
+    }),
+    // Computed from the responses themselves: exact for the questions given.
+    stale: false
   }
 }
 
@@ -91,3 +93,15 @@ export const expectClose = (actual: unknown, expected: unknown, path = "$"): voi
   expect(actual, path).toEqual(expected)
 }
 
+
+/** Stored or computed counters as sorted plain data, zero counts left out (the store drops them), for `expectClose`. */
+export const plainAggregates = (agg: Aggregates) => ({
+  responseCount: agg.responseCount,
+  completedCount: agg.completedCount,
+  reach: [...agg.reach].filter(([, n]) => n !== 0).sort((a, b) => a[0] - b[0]),
+  questions: [...agg.questions].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
+  options: [...agg.options].flatMap(([q, m]) =>
+    [...m].filter(([, o]) => o.count !== 0).map(([v, o]) => [q, v, o.count, o.rankSum] as const)
+  ).sort(),
+  numbers: [...agg.numbers].flatMap(([q, m]) => [...m].filter(([, c]) => c !== 0).map(([n, c]) => `${q}:${n}:${c}`)).sort()
+})
