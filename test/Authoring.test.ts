@@ -146,6 +146,7 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
       ).sort()
       expect(documented).toEqual([
         "GET /api/v1/surveys/{id} 200",
+        "GET /api/v1/surveys/{id}/definition 200",
         "GET /api/v1/surveys/{id}/questions 200",
         "PATCH /api/v1/surveys/{id} 200",
         "POST /api/v1/surveys 201",

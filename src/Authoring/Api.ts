@@ -12,13 +12,16 @@ import { SurveyIdParam } from "../Surveys/Api.js"
 import { documentEtag } from "../Surveys/SurveyVersion.js"
 
 /** Authoring bodies refuse a field they do not name, with its path: a typo must not pass silently. */
-const strict = { parseOptions: { onExcessProperty: "error" } } as const
+const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const
 
 const Title = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TITLE_LENGTH)).annotations({
-  description: "Title as shown to respondents, 1 to 500 characters."
+  description: "Title as shown to respondents, 1 to 500 characters.",
+  message: () => ({ message: "must be text of 1 to 500 characters", override: true })
 })
 
-const Description = Schema.NullOr(Schema.String.pipe(Schema.maxLength(MAX_DESCRIPTION_LENGTH))).annotations({
+const Description = Schema.NullOr(Schema.String.pipe(
+  Schema.maxLength(MAX_DESCRIPTION_LENGTH, { message: () => "must be text of at most 5,000 characters, or null" })
+)).annotations({
   description: "Up to 5,000 characters, or null for none."
 })
 

@@ -9,7 +9,7 @@ const withOptions: ReadonlySet<StoredQuestionType> = new Set(["checkbox", "scale
 const integer = /^-?\d+$/
 
 /** The issues of one question beyond its shape (the schema checked that), at `questions.N…`. */
-const issuesOf = (q: QuestionInput, at: string): Array<Issue> => {
+export const questionIssues = (q: QuestionInput, at: string): Array<Issue> => {
   const issues: Array<Issue> = []
   if (q.allowMultiple === true && q.type !== "checkbox") {
     issues.push({ path: `${at}.allowMultiple`, message: "only a checkbox question allows multiple answers" })
@@ -57,7 +57,7 @@ export const questionWrites = (
       if (before !== undefined) issues.push({ path: `${at}.id`, message: `the same id as ${prefix}.${before}` })
       else firstAt.set(q.id, i)
     }
-    issues.push(...issuesOf(q, at))
+    issues.push(...questionIssues(q, at))
   })
   if (issues.length > 0) return Either.left(issues)
   return Either.right(inputs.map((q, i): QuestionWrite => {

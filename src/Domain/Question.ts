@@ -66,11 +66,18 @@ export class QuestionList extends Schema.Class<QuestionList>("QuestionList")({
 }) {}
 
 /** What authoring refuses that a schema does not: a field the body does not name. */
-const strict = { parseOptions: { onExcessProperty: "error" } } as const
+const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const
 
-const httpsUrl = boundedString(MAX_URL_LENGTH, "uri").pipe(
-  Schema.filter((text) => URL.canParse(text) && new URL(text).protocol === "https:", {
-    message: () => "expected an https URL"
+/** A path of the service's own pages (`/assets/demo-dashboard.svg`): one `/`, then no scheme, host, space or backslash. */
+const ownPath = /^\/(?![/\\])[^\s\\]*$/
+
+/**
+ * Where a picture of the survey pages comes from: an https URL, or a path of the service's own
+ * pages, as the demo's heatmap and imported surveys store it.
+ */
+const imageSource = boundedString(MAX_URL_LENGTH, "uri").pipe(
+  Schema.filter((text) => ownPath.test(text) || (URL.canParse(text) && new URL(text).protocol === "https:"), {
+    message: () => "must be an https URL or a path of this service starting with / (such as /assets/demo-dashboard.svg)"
   })
 )
 
@@ -84,8 +91,9 @@ export const QuestionOptionInput = Schema.Struct({
 }).annotations({ identifier: "QuestionOptionInput", ...strict })
 
 export const QuestionSettingsInput = Schema.Struct({
-  imageUrl: Schema.optionalWith(httpsUrl, { exact: true }).annotations({
-    description: "`heatmap` only: the picture respondents click on, an https URL."
+  imageUrl: Schema.optionalWith(imageSource, { exact: true }).annotations({
+    description: "`heatmap` only: the picture respondents click on, an https URL or a path of this service " +
+      "(`/assets/demo-dashboard.svg`)."
   }),
   optionType: Schema.optionalWith(Schema.Literal("text", "image"), { exact: true }).annotations({
     description: "`checkbox` only: `image` shows each option's label as a picture (a data: or https URL)."
@@ -95,7 +103,7 @@ export const QuestionSettingsInput = Schema.Struct({
 /** A question as authoring takes it (v1-extensions §X7); the list's order is the survey's order. */
 export const QuestionInput = Schema.Struct({
   id: Schema.optionalWith(
-    boundedString(64).pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "expected 1 to 64 of A-Z a-z 0-9 _ -" }))
+    boundedString(64).pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "must be 1 to 64 of A-Z a-z 0-9 _ -" }))
   , { exact: true }).annotations({
     description: "1 to 64 of `A-Za-z0-9_-`, unique within the survey; `q_` and 20 random characters when absent. " +
       "An id the survey has keeps that question's answers."
@@ -104,7 +112,8 @@ export const QuestionInput = Schema.Struct({
     description: "A question type, or `section`: a heading that groups the questions after it (layout only)."
   }),
   label: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_LABEL_LENGTH)).annotations({
-    description: "Question text, plain text, 1 to 2,000 characters."
+    description: "Question text, plain text, 1 to 2,000 characters.",
+    message: () => ({ message: "must be text of 1 to 2,000 characters", override: true })
   }),
   required: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({ description: "Default false." }),
   allowMultiple: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({ description: "Default false; true only for `checkbox`." }),
@@ -124,3 +133,56 @@ export type QuestionInput = typeof QuestionInput.Type
 export const QuestionInputList = Schema.Array(QuestionInput).pipe(
   Schema.maxItems(MAX_QUESTIONS, { message: () => `at most ${MAX_QUESTIONS} questions` })
 )
+
+/**
+ * A question as `GET /surveys/{id}/definition` answers it (v1-extensions §X7): a `QuestionInput`
+ * with every field present, sections and settings included, which `PUT …/questions` takes back
+ * verbatim.
+ */
+export const QuestionDefinition = Schema.Struct({
+  id: Schema.String.annotations({ description: "The question's id; send it back to keep its answers." }),
+  type: StoredQuestionType,
+  label: Schema.String,
+  required: Schema.Boolean,
+  allowMultiple: Schema.Boolean,
+  options: Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })).annotations({
+    description: "Every option with its label; `[]` for the types without options."
+  }),
+  settings: QuestionSettingsInput
+}).annotations({ identifier: "QuestionDefinition" })
+export type QuestionDefinition = typeof QuestionDefinition.Type
+
+/** A survey in its authoring form: what `PUT …/questions` and `PATCH` take, with nothing read-only. */
+export const SurveyDefinition = Schema.Struct({
+  title: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  questions: Schema.Array(QuestionDefinition).annotations({
+    description: "Sections included, in the survey's order; send it back as the body of `PUT /surveys/{id}/questions`."
+  })
+}).annotations({ identifier: "SurveyDefinition" })
+export type SurveyDefinition = typeof SurveyDefinition.Type
+
+/** The definition form of a stored question: its fields as they are, its settings the presentation keys it has. */
+export const questionDefinition = (row: {
+  readonly id: string
+  readonly type: StoredQuestionType
+  readonly label: string
+  readonly required: boolean
+  readonly allowMultiple: boolean
+  readonly options: ReadonlyArray<{ readonly value: string; readonly label: string }>
+  readonly settings: Readonly<Record<string, unknown>>
+}): QuestionDefinition => {
+  const { imageUrl, optionType } = row.settings
+  return {
+    id: row.id,
+    type: row.type,
+    label: row.label,
+    required: row.required,
+    allowMultiple: row.allowMultiple,
+    options: row.options.map((o) => ({ value: o.value, label: o.label })),
+    settings: {
+      ...(typeof imageUrl === "string" ? { imageUrl } : {}),
+      ...(optionType === "text" || optionType === "image" ? { optionType } : {})
+    }
+  }
+}

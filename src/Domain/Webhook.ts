@@ -90,5 +90,7 @@ export const afterRotation = (
 /** A webhook's delivery rate (v1-extensions §X5.3). */
 export const MaxAttemptsPerSecond = boundedInt(1, 1000).annotations({
   identifier: "WebhookMaxAttemptsPerSecond",
-  description: "Attempts per second at most, 1 to 1000."
+  description: "Attempts per second at most, 1 to 1000.",
+  // One sentence for every way a value misses it (a fraction, a string, 0): what it must be.
+  message: () => ({ message: "must be an integer from 1 to 1000, or null for no limit", override: true })
 })

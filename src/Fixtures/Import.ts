@@ -1,7 +1,8 @@
-import { Array as Arr, Clock, Effect, ParseResult, Schema } from "effect"
+import { Array as Arr, Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { questionIssues } from "../Authoring/QuestionRules.js"
 import { hashToken } from "../Auth/Token.js"
 import { storedValue } from "../Domain/AnswerValue.js"
-import type { StoredQuestionType } from "../Domain/Question.js"
+import { QuestionInput, type StoredQuestionType } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
 import { batchCommitted, type DatabaseError as SqlError, Transactions, WorkBatches } from "../Sql/Transactions.js"
 import { Fixture, type FixtureInput } from "./Fixture.js"
@@ -26,17 +27,58 @@ export class FixtureInvalid extends Schema.TaggedError<FixtureInvalid>()("Fixtur
   message: Schema.String
 }) {}
 
+const invalidFixture = (issues: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
+  new FixtureInvalid({
+    message: "the fixture is not valid:\n" + Arr.dedupeWith(
+      issues.map((i) => `  ${i.path || "(root)"}: ${i.message}`),
+      (a, b) => a === b
+    ).slice(0, 50).join("\n")
+  })
+
+const decodeQuestion = Schema.decodeUnknownEither(QuestionInput, { errors: "all", onExcessProperty: "error" })
+
+/**
+ * The problems of a fixture's current questions that authoring would refuse (v1-extensions §X7),
+ * so that every survey stored is one `PUT /surveys/{id}/questions` takes back as its definition
+ * reads it. Deleted questions are history and are not checked.
+ */
+const questionProblems = (fixture: Fixture) =>
+  fixture.surveys.flatMap((survey, i) =>
+    survey.questions.flatMap((q, j) => {
+      if (q.deleted) return []
+      const at = `surveys.${i}.questions.${j}`
+      const input = {
+        id: q.id,
+        type: q.type,
+        label: q.label,
+        required: q.required,
+        allowMultiple: q.allowMultiple,
+        options: q.options,
+        settings: q.settings
+      }
+      return Either.match(decodeQuestion(input), {
+        onLeft: (error) =>
+          ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+            path: [at, ...issue.path].join("."),
+            message: issue.message
+          })),
+        onRight: (decoded) => questionIssues(decoded, at)
+      })
+    })
+  )
+
 /** Decodes a fixture; the error lists every problem as `path: message`, one per line. */
 export const decodeFixture = (input: unknown) =>
   Schema.decodeUnknown(Fixture, { errors: "all", onExcessProperty: "error" })(input).pipe(
     Effect.catchTag("ParseError", (error) =>
-      Effect.flatMap(ParseResult.ArrayFormatter.formatError(error), (issues) =>
-        new FixtureInvalid({
-          message: "the fixture is not valid:\n" + Arr.dedupeWith(
-            issues.map((i) => `  ${i.path.join(".") || "(root)"}: ${i.message}`),
-            (a, b) => a === b
-          ).slice(0, 50).join("\n")
-        })))
+      Effect.flatMap(
+        ParseResult.ArrayFormatter.formatError(error),
+        (issues) => invalidFixture(issues.map((i) => ({ path: i.path.join("."), message: i.message })))
+      )),
+    Effect.flatMap((fixture) => {
+      const problems = questionProblems(fixture)
+      return problems.length === 0 ? Effect.succeed(fixture) : Effect.fail(invalidFixture(problems))
+    })
   )
 
 /**

@@ -15,7 +15,7 @@ export const MAX_JSON_DEPTH = 64
  * says so (`additionalProperties: true`, where a struct would declare `false`). The respondent
  * API refuses unknown fields instead, and is declared strict.
  */
-export const acceptsUnknownFields = { jsonSchema: { additionalProperties: true } } as const
+export const acceptsUnknownFields = { jsonSchema: { additionalProperties: true }, parseOptions: { errors: "all" } } as const
 
 /**
  * Largest `/api/v1` request body. Every body the API takes (an embed session, webhook settings) is

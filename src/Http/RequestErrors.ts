@@ -1,30 +1,16 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
-import { InvalidRequest, type Issue, MAX_ISSUE_MESSAGE_LENGTH, MAX_ISSUES } from "../Domain/Errors.js"
+import { InvalidRequest } from "../Domain/Errors.js"
+import { invalidRequestOf, wordIssues } from "./Issues.js"
 
 const encodeInvalidRequest = Schema.encodeSync(InvalidRequest.Wire)
 
-const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
-
-/** Turns the framework's decode failures into the documented `invalid_request` body. */
-export const toInvalidRequest = (error: HttpApiError.HttpApiDecodeError): InvalidRequest => {
-  // A union reports one issue per member; the first one per path is the one a client can act on.
-  const seen = new Set<string>()
-  const issues: Array<Issue> = []
-  for (const issue of error.issues) {
-    const path = pathOf(issue.path)
-    if (seen.has(path) || issues.length >= MAX_ISSUES) continue
-    seen.add(path)
-    issues.push({ path, message: (issue.message.split("\n")[0] ?? "").slice(0, MAX_ISSUE_MESSAGE_LENGTH) })
-  }
-  const first = issues[0]
-  return new InvalidRequest({
-    message: first === undefined
-      ? "The request is malformed."
-      : `Invalid ${first.path === "" ? "request" : `\`${first.path}\``}: ${first.message}`,
-    issues
-  })
-}
+/**
+ * Turns the framework's decode failures into the documented `invalid_request` body: every problem
+ * of the body, worded as src/Http/Issues.ts says.
+ */
+export const toInvalidRequest = (error: HttpApiError.HttpApiDecodeError): InvalidRequest =>
+  invalidRequestOf(wordIssues(error.issues))
 
 const answered = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.catchAllCause(app, (cause) => {

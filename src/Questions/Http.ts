@@ -1,10 +1,12 @@
 // Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Questions.test.ts and test/WireEncoding.test.ts.
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
-import { QuestionList } from "../Domain/Question.js"
+import { NotFound } from "../Domain/Errors.js"
+import { QuestionList, questionDefinition, SurveyDefinition } from "../Domain/Question.js"
 import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
+import { SurveyRepo } from "../Surveys/SurveyRepo.js"
 import { etagOf } from "../Surveys/SurveyVersion.js"
 import { QuestionRepo } from "./QuestionRepo.js"
 
@@ -12,6 +14,7 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
   Effect.gen(function*() {
     const access = yield* SurveyAccess
     const questions = yield* QuestionRepo
+    const surveys = yield* SurveyRepo
     // A chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
     return handlers.handle("list", ({ path }) =>
       Effect.zipWith(
@@ -19,5 +22,19 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
         questions.listWire(path.id),
         (survey, data) => HttpServerResponse.setHeader(preEncoded(QuestionList, { data }), "etag", etagOf(survey.updatedAt))
       ))
+      .handle("definition", ({ path }) =>
+        Effect.gen(function*() {
+          yield* access.require(path.id)
+          // The survey and its questions in one statement: the ETag names the version the questions are of.
+          const found = yield* surveys.findWithQuestions(path.id)
+          if (Option.isNone(found)) return yield* new NotFound({ message: `No survey with id ${JSON.stringify(path.id)}.` })
+          const { questions: rows, survey } = found.value
+          const definition = {
+            title: survey.title,
+            description: survey.description,
+            questions: rows.map(questionDefinition)
+          }
+          return HttpServerResponse.setHeader(preEncoded(SurveyDefinition, definition), "etag", etagOf(survey.updatedAt))
+        }))
   })
 )

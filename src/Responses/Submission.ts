@@ -10,7 +10,7 @@ const SubmittedAnswer = Schema.Struct({
   values: Schema.Array(Schema.String.pipe(Schema.maxLength(MAX_TEXT_LENGTH))).pipe(Schema.maxItems(MAX_VALUES)).annotations({
     description: "The answer, as the question type takes it (decisions §4); `[]` removes the answer."
   })
-}).annotations({ parseOptions: { onExcessProperty: "error" } })
+}).annotations({ parseOptions: { onExcessProperty: "error", errors: "all" } })
 
 export type SubmittedAnswer = typeof SubmittedAnswer.Type
 
@@ -20,6 +20,6 @@ export const Submission = Schema.Struct({
   finished: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
     description: "True completes the response: required questions must then be answered."
   })
-}).annotations({ identifier: "Submission", parseOptions: { onExcessProperty: "error" } })
+}).annotations({ identifier: "Submission", parseOptions: { onExcessProperty: "error", errors: "all" } })
 
 export type Submission = typeof Submission.Type

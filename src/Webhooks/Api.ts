@@ -69,7 +69,7 @@ export const WebhookTarget = Schema.Struct({
 /** The optional body of a rotation (v1-extensions §X5.2); a field it does not name is refused. */
 export const SecretRotation = Schema.Struct({
   secret: Schema.optional(SigningSecret)
-}).annotations({ identifier: "WebhookSecretRotation", parseOptions: { onExcessProperty: "error" } })
+}).annotations({ identifier: "WebhookSecretRotation", parseOptions: { onExcessProperty: "error", errors: "all" } })
 
 /** The answer of a rotation: with a PUT's, the only place a signing secret ever appears. */
 export const SecretRotated = Schema.Struct({
