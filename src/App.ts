@@ -4,6 +4,7 @@ import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { RebuildRepo } from "./Analytics/RebuildRepo.js"
 import { Aggregator } from "./Analytics/Aggregator.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
+import { withRedactedHeaders } from "./Telemetry/SecretUrls.js"
 import { Api } from "./Api.js"
 import { Authoring } from "./Authoring/Authoring.js"
 import { AuthoringRepo } from "./Authoring/AuthoringRepo.js"
@@ -207,7 +208,7 @@ const makeHttp = <E, R>(
   // Without an exporter, request, handler and SQL spans would reach nobody; building them took
   // about a fifth of a small read's CPU (docs/architecture.md#tracing-off-without-an-exporter). Logs keep the request id.
   return traced
-    ? served
+    ? withRedactedHeaders(served)
     : served.pipe(
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.locally(FiberRef.currentTracerEnabled, false)

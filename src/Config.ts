@@ -1,5 +1,6 @@
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 import { parseIsoInstant } from "./Domain/Time.js"
+import { namedNetworks, parseNetwork } from "./Http/ClientAddress.js"
 
 /** OpenTelemetry export over OTLP/HTTP (v1-extensions §X4); absent when no endpoint is configured. */
 export interface TelemetrySettings {
@@ -67,10 +68,15 @@ export interface AppSettings {
   /** Survey page loads and respondent saves per survey per minute (default 20000). */
   readonly respondentLimitPerSurvey?: number
   /**
-   * How many reverse proxies in front of the service append to `X-Forwarded-For` (default 0: the
-   * client address is the connection's). TRUST_PROXY: `false`, `true` (one) or a number up to 10.
+   * The reverse proxies whose `X-Forwarded-For` is believed, as `address/prefix` networks (default
+   * none: the client address is the connection's). TRUST_PROXY (src/Http/ClientAddress.ts).
    */
-  readonly trustProxyHops?: number
+  readonly trustedProxies?: ReadonlyArray<string>
+  /**
+   * How many client addresses, surveys and survey-address pairs the respondent limits hold each in
+   * memory before the least recently seen go (default 50000). RESPONDENT_LIMIT_ENTRIES.
+   */
+  readonly respondentLimitEntries?: number
   /** Set when `METRICS_PORT` is; without it no metrics listener runs and nothing of it is on the request path. */
   readonly metrics?: MetricsSettings
   /**
@@ -103,24 +109,41 @@ const metricsConfig = Config.all({
 }).pipe(Config.map(({ host, port }) => Option.map(port, (port): MetricsSettings => ({ port, host }))))
 
 /** Respondent limits per minute when none are configured. */
-export const DEFAULT_RESPONDENT_LIMITS = { perAddress: 1000, perSurvey: 20_000 } as const
+export const DEFAULT_RESPONDENT_LIMITS = { perAddress: 1000, perSurvey: 20_000, entries: 50_000 } as const
 
 const perMinuteCheck = {
   message: "Expected a whole number of requests per minute from 1 to 1000000",
   validation: (n: number) => n >= 1 && n <= 1_000_000
 }
 
-/** TRUST_PROXY: `false`/`off`/`0` (default), `true`/`on` (one proxy), or how many proxies (up to 10). */
+/**
+ * TRUST_PROXY: the reverse proxies whose `X-Forwarded-For` is believed, a comma-separated list of
+ * addresses, CIDR networks and the names `loopback` and `private`; `false`/`off`/`0`/empty
+ * (default) for none. `true` (and a count of proxies, which earlier versions took) means
+ * `loopback,private`: the proxies in front of a service sit on such networks.
+ */
 const trustProxyConfig = Config.string("TRUST_PROXY").pipe(
   Config.withDefault("false"),
-  Config.mapOrFail((raw) => {
+  Config.mapOrFail((raw): Either.Either<ReadonlyArray<string>, ConfigError.ConfigError> => {
     const value = raw.trim().toLowerCase()
-    if (value === "false" || value === "off" || value === "no" || value === "") return Either.right(0)
-    if (value === "true" || value === "on" || value === "yes") return Either.right(1)
-    const hops = /^\d{1,2}$/.test(value) ? Number(value) : Number.NaN
-    return hops >= 0 && hops <= 10
-      ? Either.right(hops)
-      : Either.left(ConfigError.InvalidData(["TRUST_PROXY"], "Expected true, false or a number of proxies from 0 to 10"))
+    if (value === "false" || value === "off" || value === "no" || value === "0" || value === "") return Either.right([])
+    if (value === "true" || value === "on" || value === "yes" || /^([1-9]|10)$/.test(value)) {
+      return Either.right([...namedNetworks["loopback"] ?? [], ...namedNetworks["private"] ?? []])
+    }
+    const networks: Array<string> = []
+    for (const entry of value.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
+      const named = namedNetworks[entry]
+      const network = named === undefined ? parseNetwork(entry) : undefined
+      if (named !== undefined) networks.push(...named)
+      else if (network !== undefined) networks.push(network)
+      else {
+        return Either.left(ConfigError.InvalidData(
+          ["TRUST_PROXY"],
+          `Expected false, true, or proxies' addresses and networks like 10.0.0.0/8, loopback, private; not ${entry}`
+        ))
+      }
+    }
+    return Either.right(networks)
   })
 )
 
@@ -353,7 +376,14 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
         Config.withDefault(DEFAULT_RESPONDENT_LIMITS.perSurvey),
         Config.validate(perMinuteCheck)
       )
-      const trustProxyHops = yield* trustProxyConfig
+      const trustedProxies = yield* trustProxyConfig
+      const respondentLimitEntries = yield* Config.integer("RESPONDENT_LIMIT_ENTRIES").pipe(
+        Config.withDefault(DEFAULT_RESPONDENT_LIMITS.entries),
+        Config.validate({
+          message: "Expected a whole number of entries from 100 to 10000000",
+          validation: (n: number) => n >= 100 && n <= 10_000_000
+        })
+      )
       const metrics = yield* metricsConfig
       const envTestClock = yield* Config.string("TEST_CLOCK").pipe(
         Config.withDefault(""),
@@ -385,7 +415,8 @@ export class AppConfig extends Context.Tag("App/Config")<AppConfig, AppSettings>
 
         respondentLimitPerAddress,
         respondentLimitPerSurvey,
-        trustProxyHops,
+        trustedProxies,
+        respondentLimitEntries,
         ...(Option.isSome(telemetry) ? { telemetry: telemetry.value } : {}),
         ...(Option.isSome(metrics) ? { metrics: metrics.value } : {}),
         ...(Option.isSome(testClock) ? { testClock: testClock.value } : {})

@@ -291,6 +291,11 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
       expect(yield* surveyCount).toBe(before + 1)
       const other = yield* send("POST", "/surveys", { ...body, title: "Twice" }, { "idempotency-key": "create-once-1" })
       expect(issuePaths(other)).toEqual(["Idempotency-Key"])
+      // A key of the same workspace limited to some surveys is refused, not answered the stored 201.
+      const limited = yield* send("POST", "/surveys", body, { "idempotency-key": "create-once-1" }, TOKENS.limited)
+      expect(limited.status).toBe(403)
+      expect(limited.headers["idempotent-replayed"]).toBeUndefined()
+      expect(limited.text).not.toContain(bodyOf(Schema.Struct({ id: Schema.String }), first).id)
       // Concurrent requests with one key create one survey.
       const both = yield* Effect.all(
         [0, 1, 2].map(() => send("POST", "/surveys", body, { "idempotency-key": "create-once-2" })),

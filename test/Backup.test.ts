@@ -1,8 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
 import { Effect, Fiber, Ref, Schema } from "effect"
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { quotaFilePath } from "../src/Quota/QuotaFileSql.js"
+import { backupSqlite, openSource } from "../src/Sql/Backup.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { polled, PROCESS_TEST_TIMEOUT, processEnv, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
@@ -127,4 +130,87 @@ describe("backup FILE with DATABASE_URL", () => {
       expect(lines[0]).toContain("pg_dump")
       expect(existsSync(file)).toBe(false)
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
+})
+
+/** A small SQLite database in WAL mode with a quota file beside it, as a served database has; its directory. */
+const smallDatabase = Effect.acquireRelease(
+  Effect.sync(() => {
+    const dir = mkdtempSync(join(tmpdir(), "backup-files-"))
+    for (const path of [join(dir, "survey.db"), quotaFilePath(join(dir, "survey.db"))]) {
+      const db = new Database(path, { create: true })
+      db.exec("PRAGMA journal_mode = WAL; CREATE TABLE secrets (value TEXT); INSERT INTO secrets VALUES ('whsec_x')")
+      db.close()
+    }
+    return dir
+  }),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+describe.runIf(testDatabase === "sqlite")("backup FILE's files", () => {
+  it.effect("are created with mode 0600, and nothing else is left in the directory", () =>
+    Effect.gen(function*() {
+      const dir = yield* smallDatabase
+      const file = join(dir, "copy.db")
+      const report = yield* backupSqlite(join(dir, "survey.db"), file, 1000)
+      expect(report.copies.map((c) => c.to)).toEqual([file, `${file}-quota`])
+      for (const path of [file, `${file}-quota`]) expect(statSync(path).mode & 0o777).toBe(0o600)
+      expect(readdirSync(dir).filter((name) => !name.startsWith("survey.db")).sort()).toEqual(["copy.db", "copy.db-quota"])
+    }).pipe(Effect.scoped))
+
+  it.effect("refuse a symbolic link at FILE or FILE-quota, a dangling one too, and write nothing through it", () =>
+    Effect.gen(function*() {
+      const dir = yield* smallDatabase
+      const source = join(dir, "survey.db")
+      const elsewhere = join(dir, "elsewhere.db")
+      const dangling = join(dir, "dangling.db")
+      symlinkSync(elsewhere, dangling)
+      const refused = yield* Effect.flip(backupSqlite(source, dangling, 1000))
+      expect(refused.message).toBe(`${dangling} already exists; a backup never overwrites a file`)
+      expect(existsSync(elsewhere)).toBe(false)
+      expect(lstatSync(dangling).isSymbolicLink()).toBe(true)
+
+      writeFileSync(elsewhere, "kept")
+      const pointing = join(dir, "pointing.db")
+      symlinkSync(elsewhere, pointing)
+      expect((yield* Effect.flip(backupSqlite(source, pointing, 1000))).message).toContain("already exists")
+      expect(readFileSync(elsewhere, "utf8")).toBe("kept")
+
+      // A link where the quota copy would go: refused before the database is copied.
+      const file = join(dir, "copy.db")
+      symlinkSync(join(dir, "nowhere"), `${file}-quota`)
+      expect((yield* Effect.flip(backupSqlite(source, file, 1000))).message).toBe(
+        `${file}-quota already exists; a backup never overwrites a file`
+      )
+      expect(existsSync(file)).toBe(false)
+      expect(readdirSync(dir).filter((name) => name.includes(".partial"))).toEqual([])
+    }).pipe(Effect.scoped))
+
+  it.effect("leave nothing behind when the copy fails", () =>
+    Effect.gen(function*() {
+      const dir = yield* smallDatabase
+      const broken = join(dir, "broken.db")
+      writeFileSync(broken, "not a database at all, only text that is long enough to be read as a header")
+      const file = join(dir, "copy.db")
+      const failed = yield* Effect.flip(backupSqlite(broken, file, 1000))
+      expect(failed.message).toMatch(/^backup failed: /)
+      expect(readdirSync(dir).filter((name) => name.startsWith("copy.db") || name.includes(".partial"))).toEqual([])
+    }).pipe(Effect.scoped))
+
+  it.effect("open the source read-only: a write through the backup's connection is refused, though the file is writable", () =>
+    Effect.gen(function*() {
+      const dir = yield* smallDatabase
+      const source = join(dir, "survey.db")
+      const db = openSource(source)
+      try {
+        expect(() => db.exec("INSERT INTO secrets VALUES ('changed')")).toThrow(/readonly/)
+      } finally {
+        db.close()
+      }
+      const check = new Database(source, { readonly: true })
+      try {
+        expect(check.query("SELECT value FROM secrets").values()).toEqual([["whsec_x"]])
+      } finally {
+        check.close()
+      }
+    }).pipe(Effect.scoped))
 })

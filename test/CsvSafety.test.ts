@@ -26,6 +26,30 @@ const fixture: FixtureInput = {
       updatedAt: at(0),
       questions: [{ id: "i_text", type: "textarea", label: "Text", order: 1 }]
     },
+    {
+      id: "srv_labels",
+      workspaceId: "ws_a",
+      title: "Labels an editor chose",
+      status: "published",
+      createdAt: at(0),
+      updatedAt: at(0),
+      questions: [
+        { id: "l_formula", type: "textarea", label: "=HYPERLINK(\"http://x\")", order: 1 },
+        { id: "l_tab", type: "email", label: "\tTab", order: 2 },
+        {
+          id: "l_pick",
+          type: "checkbox",
+          label: "+Pick",
+          required: false,
+          allowMultiple: false,
+          order: 3,
+          options: [{ value: "=1+1", label: "Formula" }, { value: "@SUM(A1)", label: "At" }, { value: "-x", label: "Minus" }]
+        },
+        { id: "l_country", type: "country", label: "-Country", order: 4 },
+        { id: "l_number", type: "number", label: "@Number", order: 5 },
+        { id: "l_plain", type: "textarea", label: "Plain", order: 6 }
+      ]
+    },
     ...oddIds.map((id) => ({
       id,
       workspaceId: "ws_a",
@@ -36,14 +60,28 @@ const fixture: FixtureInput = {
       questions: [{ id: `${id}_q`, type: "textarea" as const, label: "Text", order: 1 }]
     }))
   ],
-  responses: externalIds.map((externalUserId, i) => ({
-    id: `rsp_ids_${i}`,
-    surveyId: "srv_ids",
-    externalUserId,
-    createdAt: at(10 + i),
-    completedAt: at(20 + i),
-    answers: [{ questionId: "i_text", values: ["hello"] }]
-  }))
+  responses: [
+    ...externalIds.map((externalUserId, i) => ({
+      id: `rsp_ids_${i}`,
+      surveyId: "srv_ids",
+      externalUserId,
+      createdAt: at(10 + i),
+      completedAt: at(20 + i),
+      answers: [{ questionId: "i_text", values: ["hello"] }]
+    })),
+    ...["=1+1", "@SUM(A1)", "-x"].map((option, i) => ({
+      id: `rsp_labels_${i}`,
+      surveyId: "srv_labels",
+      externalUserId: null,
+      createdAt: at(30 + i),
+      completedAt: at(40 + i),
+      answers: [
+        { questionId: "l_pick", values: [option] },
+        { questionId: "l_number", values: [String(-5 - i)] },
+        { questionId: "l_plain", values: ["\rcarriage"] }
+      ]
+    }))
+  ]
 }
 
 const records = (text: string): Array<Array<string>> => parse(text, { record_delimiter: "\r\n", relax_quotes: false })
@@ -56,6 +94,19 @@ layer(TestServer(fixture))("the CSV export's cells an integrator's end user chos
       const [header, ...rows] = records(res.text)
       expect(header?.[2]).toBe("externalUserId")
       expect(rows.map((row) => row[2])).toEqual(["'=cmd|' /C calc'!A0", "'@SUM(1+1)", "'+1-1", "plain-id"])
+    }))
+
+  it.effect("question labels in the header row and option values in answer cells are guarded; numeric cells are not", () =>
+    Effect.gen(function*() {
+      const res = yield* get("/api/v1/surveys/srv_labels/responses.csv", TOKENS.editor)
+      expect(res.status).toBe(200)
+      const [header, ...rows] = records(res.text)
+      expect(header?.slice(6)).toEqual(["'=HYPERLINK(\"http://x\")", "'\tTab", "'+Pick", "'-Country", "'@Number", "Plain"])
+      expect(rows.map((row) => row.slice(6))).toEqual([
+        ["", "", "'=1+1", "", "-5", "'\rcarriage"],
+        ["", "", "'@SUM(A1)", "", "-6", "'\rcarriage"],
+        ["", "", "'-x", "", "-7", "'\rcarriage"]
+      ])
     }))
 })
 

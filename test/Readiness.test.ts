@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { SqlClient } from "@effect/sql"
-import { Deferred, Effect, Redacted } from "effect"
+import { SqlClient, Statement } from "@effect/sql"
+import { Deferred, Effect, Redacted, TestClock } from "effect"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 import { tcpProxy } from "./support/TcpProxy.js"
@@ -11,7 +11,7 @@ const ready = { status: "ready" }
 const notReady = (reason: string) => ({ status: "not_ready", reason })
 
 describe("GET /readyz", () => {
-  it.live("is ready on a migrated database, and answers 503 migrations while a migration this binary knows is missing", () =>
+  it.effect("is ready on a migrated database, and answers 503 migrations while a migration this binary knows is missing", () =>
     Effect.gen(function*() {
       const healthy = yield* get("/readyz")
       expect([healthy.status, healthy.body]).toEqual([200, ready])
@@ -19,11 +19,15 @@ describe("GET /readyz", () => {
       const sql = yield* SqlClient.SqlClient
       // As if the database were an older binary's: the last migration has not run.
       yield* sql`UPDATE schema_migrations SET migration_id = 9016 WHERE migration_id = 16`
+      // The answer of the check before is reused for a second from its start.
+      expect((yield* get("/readyz")).body).toEqual(ready)
+      yield* TestClock.adjust("1 second")
       const behind = yield* get("/readyz")
       expect([behind.status, behind.body]).toEqual([503, notReady("migrations")])
       // A migration this binary does not know (a newer binary's) does not make it unready.
       yield* sql`UPDATE schema_migrations SET migration_id = 16 WHERE migration_id = 9016`
       yield* sql`INSERT INTO schema_migrations (migration_id, name) VALUES (9017, 'newer')`
+      yield* TestClock.adjust("1 second")
       const newer = yield* get("/readyz")
       expect([newer.status, newer.body]).toEqual([200, ready])
 
@@ -31,6 +35,30 @@ describe("GET /readyz", () => {
       const health = yield* get("/healthz")
       expect([health.status, health.body]).toEqual([200, { status: "ok" }])
     }).pipe(Effect.provide(TestServer(baseFixture)), Effect.orDie))
+
+  it.effect("answers concurrent probes from one statement, reused for up to a second", () => {
+    let statements = 0
+    const counting: Statement.Statement.Transformer = (self) =>
+      Effect.sync(() => {
+        if (self.compile()[0].includes("SELECT migration_id FROM schema_migrations")) statements++
+        return self
+      })
+    return Effect.gen(function*() {
+      const probes = Effect.forEach(Array.from({ length: 20 }, () => get("/readyz")), (probe) => probe, { concurrency: "unbounded" })
+      const before = statements
+      const first = yield* probes
+      expect(first.map((res) => res.status)).toEqual(Array.from({ length: 20 }, () => 200))
+      expect(statements - before).toBe(1)
+      // Within the second from that check's start: its answer again, no statement.
+      yield* TestClock.adjust("999 millis")
+      yield* probes
+      expect(statements - before).toBe(1)
+      // Past it: one new check, whatever the number of probes.
+      yield* TestClock.adjust("1 millis")
+      yield* probes
+      expect(statements - before).toBe(2)
+    }).pipe(Effect.provide(TestServer(baseFixture)), Statement.withTransformer(counting))
+  })
 })
 
 // PostgreSQL only: SQLite is a file inside the process, and a statement that waits on it (a lock
@@ -46,9 +74,19 @@ describe.runIf(testDatabase === "postgres")("GET /readyz while PostgreSQL stops 
         expect((yield* get("/readyz")).body).toEqual(ready)
 
         proxy.forward(false)
-        const started = performance.now()
-        const silent = yield* get("/readyz")
-        const took = performance.now() - started
+        // Probes one after another: the ready answer is reused up to a second, then the first
+        // probe to run a check of its own waits for the readiness bound.
+        let took = 0
+        const silent = yield* eventually(
+          Effect.gen(function*() {
+            const started = performance.now()
+            const res = yield* get("/readyz")
+            took = performance.now() - started
+            return res
+          }),
+          (res) => res.status === 503,
+          { tries: 400, everyMillis: 25 }
+        )
         expect([silent.status, silent.body]).toEqual([503, notReady("database")])
         // Answered by the readiness bound (a second), not by a failed connection: the silent relay
         // never refuses, so the answer came only once the bound had passed.

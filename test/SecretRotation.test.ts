@@ -1,9 +1,11 @@
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Duration, Effect, TestClock } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Schema, TestClock } from "effect"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
 import { toIso } from "../src/Domain/Time.js"
+import { purgeOnce } from "../src/Webhooks/Purge.js"
 import { SecretRotated, WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
 import { advance } from "./support/Advance.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
@@ -169,6 +171,32 @@ describe("rotating a webhook's signing secret", () => {
       const [, four] = yield* target.receivedAtLeast(2)
       if (four === undefined) return yield* Effect.dieMessage("no test event")
       expect(signaturesOf(four)).toEqual(secrets.slice(0, 4).map((secret) => signedBy(secret, four)))
+    }).pipe(Effect.provide(hourly), Effect.scoped))
+
+  it.effect("the background purge deletes replaced secrets once their overlap ends, not at the next rotation", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const first = yield* register(target.url)
+      const second = (yield* rotated("/webhooks")).secret
+      yield* advance("12 hours")
+      yield* rotated("/webhooks")
+      const sql = yield* SqlClient.SqlClient
+      const stored = Effect.map(
+        sql`SELECT previous_secrets AS p FROM webhooks WHERE workspace_id = 'ws_a' AND survey_id IS NULL`.pipe(Effect.orDie),
+        (rows) => Schema.decodeUnknownSync(Schema.Array(Schema.Struct({ p: Schema.String })))(rows)[0]?.p ?? ""
+      )
+      expect(yield* stored).toContain(first)
+      expect(yield* stored).toContain(second)
+
+      // 24 hours after the first rotation: the first secret is past its overlap, the second is not.
+      yield* advance("12 hours")
+      yield* purgeOnce
+      expect(yield* stored).not.toContain(first)
+      expect(yield* stored).toContain(second)
+      yield* advance("12 hours")
+      yield* purgeOnce
+      expect(yield* stored).toBe("[]")
+      expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
     }).pipe(Effect.provide(hourly), Effect.scoped))
 
   it.effect("a PUT registering the webhook again replaces the secret at once, without an overlap", () =>

@@ -211,6 +211,33 @@ describe("secrets in exported spans", () => {
     }).pipe(Effect.scoped))
 })
 
+describe("the Idempotency-Key in exported spans", () => {
+  it.live("is redacted in the request's span: it seals the stored embed-URL answer", () =>
+    Effect.gen(function*() {
+      const otlp = yield* collector
+      const settings = exportingTo(otlp.url)
+      yield* Effect.gen(function*() {
+        const key = "idem-traced-7f3a9c2e51"
+        const created = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
+          token: TOKENS.editor,
+          headers: { "idempotency-key": key },
+          body: JSON.stringify({ externalUserId: "person-keyed" })
+        }).pipe(Effect.withTracerEnabled(false))
+        expect(created.status).toBe(201)
+
+        const span = yield* otlp.awaitExport((item) =>
+          item.path !== "/v1/traces" ? undefined : decode(Traces, item.body)?.resourceSpans
+            .flatMap((r) => r.scopeSpans.flatMap((scope) => scope.spans))
+            .find((s) => attribute(s.attributes, "http.route") === "/api/v1/surveys/:id/embed-sessions")
+        )
+        expect(attribute(span.attributes, "http.request.header.idempotency-key")).toBe("<redacted>")
+        expect(JSON.stringify(span)).not.toContain(key)
+        const leaked = yield* otlp.awaitExport((item) => item.text.includes("embed-sessions") ? item.text.includes(key) : undefined)
+        expect(leaked).toBe(false)
+      }).pipe(Effect.provide(TestServer(baseFixture, settings)))
+    }).pipe(Effect.scoped))
+})
+
 describe("OTEL_* settings", () => {
   const read = (env: Record<string, string>) =>
     AppConfig.fromEnv().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))

@@ -12,10 +12,11 @@
  * Both sides count every completion against the respondent limits, lifted to 1,000,000 a minute.
  *
  * Before the load, the two servers must agree: the same status, headers and body for a completion
- * (its response id masked) and for refused ones, the same additions to the respondent counters
- * (`usage_daily`, `usage_burst`) for each, the same 429 past each limit (servers started with it
- * set to 1; the wait masked), and the same rows for one identical completion, column by column
- * with ids and instants masked. A difference stops the run.
+ * (its response id masked) and for refused ones, the same additions to the request counters
+ * (`usage_daily`, `usage_burst`: none, as both keep the respondent limits in memory), the same
+ * 429 past each limit (servers started with it set to 1, the second request; the wait masked),
+ * and the same rows for one identical completion, column by column with ids and instants masked.
+ * A difference stops the run.
  *
  * Flags: --seconds N (5), --rounds N (3), --connections N (32), --warm-up N (seconds of load on
  * each side before a cell's rounds; 3), --only one|spread,
@@ -307,7 +308,7 @@ const checkParity = async (pg: PgDatabases, project: Server, baseline: Server, t
         created.push([id(a.body), id(b.body)])
       }
     }
-    // Both sides have counted requests of this address and survey within the minute: a limit of 1 refuses the next.
+    // Each side counts in its process's memory: with a limit of 1, of two requests from one address the second is refused.
     const low = [
       { name: "past the survey's limit", env: { ...limitsEnv, RESPONDENT_LIMIT_PER_SURVEY: "1" } },
       { name: "past the address's limit", env: { ...limitsEnv, RESPONDENT_LIMIT_PER_ADDRESS: "1" } }
@@ -315,6 +316,8 @@ const checkParity = async (pg: PgDatabases, project: Server, baseline: Server, t
     for (const l of low) {
       const pair = await startPair(pg, l.env)
       try {
+        const [first] = await compare(`${l.name}: the first request (servers started with it set to 1)`, pair, { token, body: completionBody(1) })
+        if (first.status !== 201) throw new Error(`${l.name}: the first request answered ${first.status}, not 201`)
         const [a] = await compare(`${l.name} (servers started with it set to 1)`, pair, { token, body: completionBody(1) })
         if (a.status !== 429) throw new Error(`${l.name}: answered ${a.status}, not 429`)
       } finally {

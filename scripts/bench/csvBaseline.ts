@@ -9,7 +9,7 @@
  *   bun scripts/bench/csvBaseline.ts DB_PATH SURVEY_ID OUT_FILE
  */
 import { Database } from "bun:sqlite"
-import { csvLine, type CsvQuestion, type CsvRowReads, headerOf, isFreeText, rowLine } from "../../src/Responses/CsvText.js"
+import { csvLine, type CsvQuestion, type CsvRowReads, headerOf, isTextCell, rowLine } from "../../src/Responses/CsvText.js"
 import { peakRssMb } from "./support.js"
 
 const [dbPath, surveyId, outFile] = process.argv.slice(2)
@@ -20,7 +20,7 @@ const db = new Database(dbPath, { readonly: true })
 const questions = db.query<CsvQuestion, [string]>(
   "SELECT id, type, label FROM questions WHERE survey_id = ? AND deleted = 0 AND type <> 'section' ORDER BY position, id"
 ).all(surveyId)
-const freeText = questions.map((q) => isFreeText(q.type))
+const textCell = questions.map((q) => isTextCell(q.type))
 const cells = questions.map((_, i) => `(SELECT value FROM answers a WHERE a.response_id = r.id AND a.question_id = ?) AS c${i}`)
 const select = `SELECT r.id, r.external_user_id, r.completed, r.completed_at, r.created_at${
   cells.length > 0 ? `, ${cells.join(", ")}` : ""
@@ -54,7 +54,7 @@ let after: [string, string] | null = null
 while (true) {
   const page = (after === null ? first.values(...params) : next.values(...params, ...after)) as Array<Array<unknown>>
   let out = ""
-  for (const row of page) out += rowLine(reads, surveyId, freeText, row)
+  for (const row of page) out += rowLine(reads, surveyId, textCell, row)
   rows += page.length
   bytes += out.length
   write(out)

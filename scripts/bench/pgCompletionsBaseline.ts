@@ -14,10 +14,11 @@
  *   shape, 24 hours from its issue, HMAC-SHA256 compared in constant time. Stored (embed) tokens
  *   are not served: the benchmark sends page tokens only.
  * - **The respondent limits**, counted where the service counts them: the client address before
- *   the token is read, the token's survey after (scripts/bench/PgRespondentLimits.ts, the service's
- *   batching and rows); past a limit, the service's 429 with `Retry-After`. The limits are the
- *   service's settings, `RESPONDENT_LIMIT_PER_ADDRESS` and `RESPONDENT_LIMIT_PER_SURVEY`, with its
- *   defaults; the address is the connection's (no proxy is trusted).
+ *   the token is read, the token's survey after, in process memory by the service's own tables
+ *   (src/Respondents/AdmissionTable.ts); past a limit, the service's 429 with `Retry-After`. The
+ *   limits are the service's settings, `RESPONDENT_LIMIT_PER_ADDRESS` and
+ *   `RESPONDENT_LIMIT_PER_SURVEY`, with its defaults; the address is the connection's (no proxy is
+ *   trusted).
  * - **The body.** The respondent API's body rules (JSON, 256 KiB, 64 levels) and `Submission`
  *   (unknown fields refused); the answers validated against the survey's questions by the
  *   service's own functions (src/Responses/AnswerValidation.ts), required questions checked when
@@ -40,21 +41,19 @@ import * as Pg from "pg"
 import { hashToken } from "../../src/Auth/Token.js"
 import { DEFAULT_RESPONDENT_LIMITS } from "../../src/Config.js"
 import { storedValue } from "../../src/Domain/AnswerValue.js"
-import { InvalidRequest, type Issue, RateLimited, ServiceUnavailable, Unauthorized } from "../../src/Domain/Errors.js"
+import { InvalidRequest, type Issue, RateLimited, Unauthorized } from "../../src/Domain/Errors.js"
 import { makeId, randomBase62 } from "../../src/Domain/Ids.js"
 import { StoredQuestionType } from "../../src/Domain/Question.js"
 import { tokenRefused } from "../../src/Domain/Respondent.js"
 import { exceedsJsonDepth, isJsonContentType, MAX_RESPONDENT_BODY_BYTES, notJsonContentType, tooDeep, tooLarge } from "../../src/Http/JsonBody.js"
 import { toInvalidRequest } from "../../src/Http/RequestErrors.js"
-import type { Decision } from "../../src/Quota/AccountUsage.js"
-import { storeBusy } from "../../src/Quota/UsageRows.js"
-import { addressKey } from "../../src/Respondents/RespondentLimits.js"
+import { addressKey } from "../../src/Http/ClientAddress.js"
+import { makeAdmissions, retryAfterSeconds } from "../../src/Respondents/AdmissionTable.js"
 import { RESPONDENT_TOKEN_HOURS } from "../../src/Respondents/RespondentTokens.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "../../src/Responses/AnswerValidation.js"
 import { answerOrder, answersJson, responseJson } from "../../src/Responses/AnswerWire.js"
 import { MAX_TEXT_LENGTH } from "../../src/Domain/Response.js"
 import { Submission } from "../../src/Responses/Submission.js"
-import { makeRespondentLimits } from "./PgRespondentLimits.js"
 
 const { values: args } = parseArgs({
   options: { port: { type: "string", default: "8083" }, "database-url": { type: "string", default: "" }, pool: { type: "string", default: "10" } },
@@ -115,28 +114,22 @@ const limitOf = (name: string, fallback: number) => {
   return limit
 }
 
-const limits = makeRespondentLimits(pool, run, {
+const admissions = makeAdmissions({
   perAddress: limitOf("RESPONDENT_LIMIT_PER_ADDRESS", DEFAULT_RESPONDENT_LIMITS.perAddress),
-  perSurvey: limitOf("RESPONDENT_LIMIT_PER_SURVEY", DEFAULT_RESPONDENT_LIMITS.perSurvey)
+  perSurvey: limitOf("RESPONDENT_LIMIT_PER_SURVEY", DEFAULT_RESPONDENT_LIMITS.perSurvey),
+  capacity: DEFAULT_RESPONDENT_LIMITS.entries
 })
 
 const encodeLimited = Schema.encodeSync(RateLimited.Wire)
-const busy = new Answered(503, JSON.stringify(Schema.encodeSync(ServiceUnavailable.Wire)(storeBusy())))
 
-/** Goes on when the count was admitted; otherwise the service's 429, or 503 when its batch was not stored. */
-const counted = async (decision: Promise<Decision>, what: string) => {
-  let decided: Decision
-  try {
-    decided = await decision
-  } catch {
-    throw busy
-  }
-  if (decided._tag === "Admitted") return
-  const wait = decided.retryAfterSeconds
+/** Goes on when the request was admitted (`wait` 0); otherwise the service's 429. */
+const counted = (wait: number, what: string) => {
+  if (wait === 0) return
+  const seconds = retryAfterSeconds(wait)
   throw new Answered(
     429,
-    JSON.stringify(encodeLimited(new RateLimited({ message: `Too many requests ${what}; retry in ${wait} s.`, retryAfterSeconds: wait }))),
-    { "retry-after": String(wait) }
+    JSON.stringify(encodeLimited(new RateLimited({ message: `Too many requests ${what}; retry in ${seconds} s.`, retryAfterSeconds: seconds }))),
+    { "retry-after": String(seconds) }
   )
 }
 
@@ -369,9 +362,10 @@ const server = Bun.serve({
       if (path !== "/respond/v1/responses" || request.method !== "POST") {
         return answer(404, JSON.stringify({ code: "not_found", message: `No route for ${request.method} ${path}.` }), requestId)
       }
-      await counted(limits.address(addressKey(listening.requestIP(request)?.address ?? "") ?? "unknown"), "from this address")
+      const address = addressKey(listening.requestIP(request)?.address ?? "") ?? "unknown"
+      counted(admissions.address(address, Date.now()), "from this address")
       const respondent = respondentOf(bearer(request), Date.now())
-      await counted(limits.survey(respondent.surveyId), "for this survey")
+      counted(admissions.survey(respondent.surveyId, address, Date.now()), "for this survey")
       const submission = await readBody(request)
       const responseId = await create(respondent, submission)
       return answer(201, JSON.stringify({ responseId }), requestId)

@@ -45,6 +45,17 @@ const stale = () =>
   })
 
 /**
+ * The current key when it is a key of the whole workspace; a key limited to some surveys is
+ * refused (403) before anything is read or replayed, a stored creation answer included.
+ */
+export const wholeWorkspaceKey = Effect.flatMap(CurrentKey, (key) =>
+  key.surveyIds === null
+    ? Effect.succeed(key)
+    : Effect.fail(
+      new Forbidden({ message: "This API key is limited to some surveys; creating a survey needs a key of the whole workspace." })
+    ))
+
+/**
  * Creating and changing surveys over the API (v1-extensions §X7). Every change is one
  * transaction that first checks the survey's version (`If-Match`) and then moves it, so that a
  * stale change fails whole and two changes to one survey never interleave.
@@ -118,10 +129,7 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
       })
 
     const create = Effect.fn("Authoring.create")(function*(input: NewSurveyInput) {
-      const key = yield* CurrentKey
-      if (key.surveyIds !== null) {
-        return yield* new Forbidden({ message: "This API key is limited to some surveys; creating a survey needs a key of the whole workspace." })
-      }
+      const key = yield* wholeWorkspaceKey
       const writes = yield* writesOf(input.questions ?? [])
       const id = brandSurveyId(makeId("srv"))
       const createdAt = toIso(yield* Clock.currentTimeMillis)

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
-import type { RateLimited, ServiceUnavailable } from "../Domain/Errors.js"
+import type { RateLimited } from "../Domain/Errors.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { assets } from "./Assets.js"
 import { RespondentLimits } from "./RespondentLimits.js"
@@ -31,11 +31,8 @@ const messagePage = (status: number, code: string, title: string, message: strin
         HttpServerResponse.setHeaders(pageHeaders(null))
       ))
 
-/** A refused page load: 429 (its `Retry-After` is set by the limiter) or 503, as a page or as JSON. */
-const refusedLoad = (error: RateLimited | ServiceUnavailable) =>
-  error._tag === "RateLimited"
-    ? messagePage(429, "rate_limited", "Too many requests", error.message)
-    : messagePage(503, "service_unavailable", "Please try again", error.message)
+/** A refused page load: 429 (its `Retry-After` is set by the limiter), as a page or as JSON. */
+const refusedLoad = (error: RateLimited) => messagePage(429, "rate_limited", "Too many requests", error.message)
 
 const notAccepting = (survey: SurveyRow) =>
   survey.status === "closed"
@@ -89,7 +86,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       yield* limits.survey(survey.id)
       const token = yield* tokens.issuePage(survey.id)
       return yield* renderSurvey(found.value, token)
-    }).pipe(Effect.catchTags({ RateLimited: refusedLoad, ServiceUnavailable: refusedLoad }))
+    }).pipe(Effect.catchTag("RateLimited", refusedLoad))
 
     const embedPage = Effect.gen(function*() {
       yield* limits.address
@@ -124,7 +121,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       )
       if (Either.isLeft(loaded)) return yield* refused(loaded.left._tag)
       return yield* renderSurvey(found.value, loaded.right)
-    }).pipe(Effect.catchTags({ RateLimited: refusedLoad, ServiceUnavailable: refusedLoad }))
+    }).pipe(Effect.catchTag("RateLimited", refusedLoad))
 
     const asset = Effect.gen(function*() {
       const { name } = yield* HttpRouter.params

@@ -6,7 +6,7 @@ import { exportConcurrency, ExportSql, ExportSqlLive } from "../Sql/Database.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { column, nullableText, type Row, rowShape } from "../Sql/Rows.js"
 import type { DatabaseError } from "../Sql/Transactions.js"
-import { type CsvQuestion, type CsvRowReads, isFreeText, rowLine } from "./CsvText.js"
+import { type CsvQuestion, type CsvRowReads, isTextCell, rowLine } from "./CsvText.js"
 
 /** What one export holds: the survey, its questions (the answer columns), and the filters. */
 export interface CsvExport {
@@ -66,7 +66,7 @@ export class CsvExportRepo extends Effect.Service<CsvExportRepo>()("Responses/Cs
      * Positional rows (`.values`, typed cell reads): a page of 1000 rows builds no object per row.
      */
     const pagesOf = (req: CsvExport) => {
-      const freeText = req.questions.map((q) => isFreeText(q.type))
+      const textCell = req.questions.map((q) => isTextCell(q.type))
       const reads = exportReads(req.questions)
       // One correlated lookup per question keeps each row a single result row (answers are keyed by response).
       const cells = req.questions.map((_, i) =>
@@ -96,7 +96,7 @@ export class CsvExportRepo extends Effect.Service<CsvExportRepo>()("Responses/Cs
           }),
           (rows) => {
             let lines = ""
-            for (const row of rows) lines += rowLine(reads, req.surveyId, freeText, row)
+            for (const row of rows) lines += rowLine(reads, req.surveyId, textCell, row)
             const last = rows[rows.length - 1]
             return {
               lines,

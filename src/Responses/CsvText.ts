@@ -20,14 +20,19 @@ export const csvField = (text: string): string =>
   needsQuotes.test(text) ? `"${text.replaceAll("\"", "\"\"")}"` : text
 
 /**
- * Text that a spreadsheet would run as a formula gets a leading apostrophe: free-text answers and
- * the `externalUserId`, which integrators pass on from their own users.
+ * Text that a spreadsheet would run as a formula gets a leading apostrophe: every text cell
+ * (answers, option values, the `externalUserId`, ids) and the question labels of the header row,
+ * all of which editors, respondents or integrators' end users choose.
  */
 export const guardFormula = (text: string): string => (formulaStart.test(text) ? `'${text}` : text)
 
-export const isFreeText = (type: QuestionType) => type === "textarea" || type === "email"
+/** Whether the question's cells are text, guarded against formulas: all but the numeric `number` and `scale`. */
+export const isTextCell = (type: QuestionType) => type !== "number" && type !== "scale"
 
-/** Column titles: the fixed ones, then question labels with ` (2)`, ` (3)`… on repeats. */
+/**
+ * Column titles: the fixed ones, then question labels with ` (2)`, ` (3)`… on repeats, each
+ * guarded against formulas.
+ */
 export const headerOf = (questions: ReadonlyArray<CsvQuestion>): ReadonlyArray<string> => {
   const fixed = ["responseId", "surveyId", "externalUserId", "completed", "createdAt", "completedAt"]
   const used = new Set(fixed)
@@ -37,7 +42,7 @@ export const headerOf = (questions: ReadonlyArray<CsvQuestion>): ReadonlyArray<s
     used.add(name)
     return name
   })
-  return [...fixed, ...labels]
+  return [...fixed, ...labels.map(guardFormula)]
 }
 
 export const csvLine = (fields: ReadonlyArray<string>): string => fields.map(csvField).join(",") + "\r\n"
@@ -56,19 +61,22 @@ export interface CsvRowReads<Row> {
   readonly answer: (row: Row, index: number) => string | null
 }
 
-/** One CSV line from a row: id, externalUserId, completed, createdAt, completedAt, then one value per question. */
+/**
+ * One CSV line from a row: id, survey id, externalUserId, completed, createdAt, completedAt, then
+ * one value per question; `textCell[i]` tells whether the `i`th question's cell is text (`isTextCell`).
+ */
 export const rowLine = <Row>(
   reads: CsvRowReads<Row>,
   surveyId: string,
-  freeText: ReadonlyArray<boolean>,
+  textCell: ReadonlyArray<boolean>,
   row: Row
 ): string => {
-  let line = `${csvField(reads.id(row))},${csvField(surveyId)},${csvField(guardFormula(reads.externalUserId(row) ?? ""))},${
-    reads.completed(row) ? "true" : "false"
-  },${csvField(reads.createdAt(row))},${csvField(reads.completedAt(row) ?? "")}`
-  for (let i = 0; i < freeText.length; i++) {
+  let line = `${csvField(guardFormula(reads.id(row)))},${csvField(guardFormula(surveyId))},${
+    csvField(guardFormula(reads.externalUserId(row) ?? ""))
+  },${reads.completed(row) ? "true" : "false"},${csvField(reads.createdAt(row))},${csvField(reads.completedAt(row) ?? "")}`
+  for (let i = 0; i < textCell.length; i++) {
     const cell = reads.answer(row, i) ?? ""
-    line += "," + csvField(freeText[i] === true ? guardFormula(cell) : cell)
+    line += "," + csvField(textCell[i] === true ? guardFormula(cell) : cell)
   }
   return line + "\r\n"
 }

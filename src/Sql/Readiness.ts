@@ -11,9 +11,14 @@ export const READINESS_TIMEOUT = Duration.seconds(1)
 /** The ids of the migrations this binary knows: the number before the first `_` of each name. */
 const knownIds: ReadonlyArray<number> = Object.keys(migrations).map((name) => Number(name.slice(0, name.indexOf("_"))))
 
+/** How long one readiness answer is reused: probes within it share one statement. */
+export const READINESS_REUSE = Duration.seconds(1)
+
 /**
  * The database half of `GET /readyz`: one statement, which also tells whether every migration
  * this binary knows has run (an older binary's database, or one another process is migrating).
+ * One check runs at a time, and its answer is reused for `READINESS_REUSE` from its start: probes
+ * arriving meanwhile wait for it and share it, so that probes never queue statements up.
  */
 export class DatabaseReadiness extends Effect.Service<DatabaseReadiness>()("Sql/DatabaseReadiness", {
   effect: Effect.gen(function*() {
@@ -25,7 +30,7 @@ export class DatabaseReadiness extends Effect.Service<DatabaseReadiness>()("Sql/
     })
 
     /** None when ready; else why not. Never fails: a failed statement is a database not ready. */
-    const check: Effect.Effect<Option.Option<DatabaseNotReady>> = applied(undefined).pipe(
+    const checkOnce: Effect.Effect<Option.Option<DatabaseNotReady>> = applied(undefined).pipe(
       Effect.map((rows) => {
         const ran = new Set(rows.map((row) => row.migrationId))
         return knownIds.every((id) => ran.has(id)) ? Option.none() : Option.some<DatabaseNotReady>("migrations")
@@ -37,6 +42,9 @@ export class DatabaseReadiness extends Effect.Service<DatabaseReadiness>()("Sql/
       Effect.catchAllCause(() => Effect.succeed(Option.some<DatabaseNotReady>("database"))),
       Effect.withSpan("DatabaseReadiness.check")
     )
+    // Uninterruptible: a probe whose client went away still completes the check the others wait for.
+    const shared = yield* Effect.cachedWithTTL(checkOnce, READINESS_REUSE)
+    const check = Effect.uninterruptible(shared)
 
     return { check } as const
   })

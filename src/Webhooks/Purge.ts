@@ -8,8 +8,9 @@ import { WebhookRepo } from "./WebhookRepo.js"
 export const attemptRetention = Duration.days(30)
 
 /**
- * Deletes the attempts past retention, and the events past theirs (kept 30 days for redelivery,
- * v1-extensions §X1.2) with their finished deliveries; answers how many attempts.
+ * Deletes the attempts past retention, the events past theirs (kept 30 days for redelivery,
+ * v1-extensions §X1.2) with their finished deliveries, and the replaced signing secrets past their
+ * overlap (src/Webhooks/SecretPurgeSql.ts); answers how many attempts.
  */
 export const purgeOnce = Effect.gen(function*() {
   const repo = yield* WebhookRepo
@@ -19,6 +20,8 @@ export const purgeOnce = Effect.gen(function*() {
   if (purged > 0) yield* Effect.logInfo("purged webhook delivery attempts").pipe(Effect.annotateLogs({ purged }))
   const events = yield* redelivery.purgeEvents(now - Duration.toMillis(eventRetention))
   if (events > 0) yield* Effect.logInfo("purged events past retention").pipe(Effect.annotateLogs({ events }))
+  const secrets = yield* repo.purgeExpiredSecrets(now)
+  if (secrets > 0) yield* Effect.logInfo("purged replaced webhook secrets past their overlap").pipe(Effect.annotateLogs({ secrets }))
   return purged
 }).pipe(Effect.withSpan("Webhooks.purge"))
 

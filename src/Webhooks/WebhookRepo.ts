@@ -7,6 +7,7 @@ import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { inBatches } from "../Sql/Transactions.js"
 import { firstFree, intervalMillis } from "./Rate.js"
+import { expiredSecretsPurge } from "./SecretPurgeSql.js"
 
 /** A configured endpoint as stored: `disabledReason` is null while it is enabled. */
 const WebhookRow = Schema.Struct({
@@ -384,6 +385,21 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
           RETURNING 1 AS n`.pipe(Effect.map((rows) => rows.length), Effect.orDie))
     })
 
-    return { find, put, rotate, takeSlot, enable, remove, recordAttempt, recordOutcome, logOutcome, attempts, purgeAttempts } as const
+    const purgeExpiredSecrets = expiredSecretsPurge(sql)
+
+    return {
+      find,
+      put,
+      rotate,
+      takeSlot,
+      enable,
+      remove,
+      recordAttempt,
+      recordOutcome,
+      logOutcome,
+      attempts,
+      purgeAttempts,
+      purgeExpiredSecrets
+    } as const
   })
 }) {}
