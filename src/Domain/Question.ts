@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { boundedInt, boundedString, IdText, MAX_OPTIONS, MAX_URL_LENGTH } from "./Bounds.js"
+import { MAX_DESCRIPTION_LENGTH, MAX_TITLE_LENGTH } from "./Survey.js"
 
 export const QuestionType = Schema.Literal(
   "textarea",
@@ -140,12 +141,12 @@ export const QuestionInputList = Schema.Array(QuestionInput).pipe(
  * verbatim.
  */
 export const QuestionDefinition = Schema.Struct({
-  id: Schema.String.annotations({ description: "The question's id; send it back to keep its answers." }),
+  id: IdText.annotations({ description: "The question's id; send it back to keep its answers." }),
   type: StoredQuestionType,
-  label: Schema.String,
+  label: LabelText,
   required: Schema.Boolean,
   allowMultiple: Schema.Boolean,
-  options: Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })).annotations({
+  options: Schema.Array(Schema.Struct({ value: LabelText, label: LabelText })).pipe(Schema.maxItems(MAX_OPTIONS)).annotations({
     description: "Every option with its label; `[]` for the types without options."
   }),
   settings: QuestionSettingsInput
@@ -154,9 +155,9 @@ export type QuestionDefinition = typeof QuestionDefinition.Type
 
 /** A survey in its authoring form: what `PUT …/questions` and `PATCH` take, with nothing read-only. */
 export const SurveyDefinition = Schema.Struct({
-  title: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  questions: Schema.Array(QuestionDefinition).annotations({
+  title: boundedString(MAX_TITLE_LENGTH),
+  description: Schema.NullOr(boundedString(MAX_DESCRIPTION_LENGTH)),
+  questions: Schema.Array(QuestionDefinition).pipe(Schema.maxItems(MAX_QUESTIONS)).annotations({
     description: "Sections included, in the survey's order; send it back as the body of `PUT /surveys/{id}/questions`."
   })
 }).annotations({ identifier: "SurveyDefinition" })
