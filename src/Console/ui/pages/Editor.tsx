@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks"
 import { ApiError, call, EmbedSession, noBody, type Question, QuestionList, type QuestionType, questionTypes, Survey, typeLabels } from "../api.js"
+import { array, type Decoder, str, struct } from "../decode.js"
 import { ConfirmButton, ErrorNote, Notice, Show, useLoad, useSession } from "../common.js"
 import { FieldError, issuesAt, issuesUnder } from "./Fields.js"
 import { surveyPath, useSurveyReload } from "./SurveyFrame.js"
@@ -22,10 +23,17 @@ interface QuestionDraft {
   readonly allowMultiple: boolean
   readonly options: ReadonlyArray<OptionDraft>
   readonly imageUrl: string
+  /** The question's stored settings as the survey's definition gives them, sent back unchanged. */
+  readonly settings: Readonly<Record<string, unknown>>
 }
 
+/** What the editor keeps from `GET …/definition`: each question's settings, and whether it is a section. */
+const anySettings: Decoder<Readonly<Record<string, unknown>>> = (u) =>
+  typeof u === "object" && u !== null && !Array.isArray(u) ? Object.fromEntries(Object.entries(u)) : {}
+const Definition = struct({ questions: array(struct({ id: str, type: str, settings: anySettings })) })
+
 let localKeys = 0
-const draftOf = (q: Question): QuestionDraft => ({
+const draftOf = (settings: ReadonlyMap<string, Readonly<Record<string, unknown>>>) => (q: Question): QuestionDraft => ({
   key: q.id,
   id: q.id,
   type: q.type,
@@ -33,8 +41,13 @@ const draftOf = (q: Question): QuestionDraft => ({
   required: q.required,
   allowMultiple: q.allowMultiple,
   options: q.options.map((o) => ({ value: o.value, label: o.label === o.value ? "" : o.label })),
-  imageUrl: ""
+  imageUrl: "",
+  settings: settings.get(q.id) ?? {}
 })
+
+/** The settings a question is saved with: the stored ones, with a picture typed in the editor over them. */
+const settingsOf = (q: QuestionDraft): Readonly<Record<string, unknown>> =>
+  q.type === "heatmap" && q.imageUrl !== "" ? { ...q.settings, imageUrl: q.imageUrl } : q.settings
 
 const inputOf = (q: QuestionDraft) => ({
   ...(q.id === null ? {} : { id: q.id }),
@@ -43,13 +56,17 @@ const inputOf = (q: QuestionDraft) => ({
   required: q.required,
   ...(q.type === "checkbox" ? { allowMultiple: q.allowMultiple } : {}),
   ...(withOptions(q.type) ? { options: q.options.map((o) => (o.label === "" ? { value: o.value } : { value: o.value, label: o.label })) } : {}),
-  ...(q.type === "heatmap" && q.imageUrl !== "" ? { settings: { imageUrl: q.imageUrl } } : {})
+  ...(Object.keys(settingsOf(q)).length > 0 ? { settings: settingsOf(q) } : {})
 })
 
 interface Loaded {
   readonly survey: Survey
   readonly questions: ReadonlyArray<Question>
   readonly etag: string | null
+  /** Each question's stored settings, by id. */
+  readonly settings: ReadonlyMap<string, Readonly<Record<string, unknown>>>
+  /** The survey has section headings, which this editor does not show: its questions are read only here. */
+  readonly sections: boolean
 }
 
 const QuestionEditor = (
@@ -193,7 +210,7 @@ const EditorForm = ({ initial, onReload }: { readonly initial: Loaded; readonly 
   const [etag, setEtag] = useState(initial.etag)
   const [title, setTitle] = useState(initial.survey.title)
   const [description, setDescription] = useState(initial.survey.description ?? "")
-  const [questions, setQuestions] = useState<ReadonlyArray<QuestionDraft>>(initial.questions.map(draftOf))
+  const [questions, setQuestions] = useState<ReadonlyArray<QuestionDraft>>(initial.questions.map(draftOf(initial.settings)))
   const [error, setError] = useState<unknown>(null)
   const [conflict, setConflict] = useState(false)
   const [note, setNote] = useState<string | null>(null)
@@ -233,7 +250,7 @@ const EditorForm = ({ initial, onReload }: { readonly initial: Loaded; readonly 
         ifMatch: etag,
         body: { questions: questions.map(inputOf) }
       })
-      setQuestions(answer.body.data.map(draftOf))
+      setQuestions(answer.body.data.map(draftOf(initial.settings)))
       setEtag(answer.etag)
     }, "Questions saved.")
   const move = (to: "publish" | "close") =>
@@ -305,7 +322,8 @@ const EditorForm = ({ initial, onReload }: { readonly initial: Loaded; readonly 
             required: false,
             allowMultiple: false,
             options: [],
-            imageUrl: ""
+            imageUrl: "",
+            settings: {}
           }])}>
             Add question
           </button>
@@ -330,20 +348,31 @@ export const Editor = ({ surveyId }: { readonly surveyId: string }) => {
   const session = useSession()
   const [generation, setGeneration] = useState(0)
   const { loaded } = useLoad(async (): Promise<Loaded> => {
-    const [survey, questions] = await Promise.all([
+    const [survey, questions, definition] = await Promise.all([
       call(session.key, "GET", surveyPath(surveyId), Survey),
-      call(session.key, "GET", `${surveyPath(surveyId)}/questions`, QuestionList)
+      call(session.key, "GET", `${surveyPath(surveyId)}/questions`, QuestionList),
+      call(session.key, "GET", `${surveyPath(surveyId)}/definition`, Definition)
     ])
-    return { survey: survey.body, questions: questions.body.data, etag: questions.etag ?? survey.etag }
+    return {
+      survey: survey.body,
+      questions: questions.body.data,
+      etag: questions.etag ?? survey.etag,
+      settings: new Map(definition.body.questions.map((q) => [q.id, q.settings])),
+      sections: definition.body.questions.some((q) => q.type === "section")
+    }
   }, [session.key, surveyId, generation])
   return (
     <Show loaded={loaded}>
       {(value) =>
-        session.canWrite
+        session.canWrite && !value.sections
           ? <EditorForm key={`${generation}`} initial={value} onReload={() => setGeneration(generation + 1)} />
           : (
             <>
-              <Notice>This key reads only: the survey cannot be changed with it.</Notice>
+              <Notice>
+                {session.canWrite
+                  ? "This survey has section headings, which the console's editor does not show yet: edit it over the API (GET …/definition, then PUT …/questions), so that nothing is lost."
+                  : "This key reads only: the survey cannot be changed with it."}
+              </Notice>
               <h2>Questions</h2>
               <ReadOnlyQuestions questions={value.questions} />
               <Sharing survey={value.survey} />
