@@ -18,6 +18,7 @@ export class QuestionsApi extends HttpApiGroup.make("questions")
   .add(
     HttpApiEndpoint.get("definition")`/surveys/${SurveyIdParam}/definition`
       .addSuccess(SurveyDefinition)
+      .addError(InvalidRequest.Wire)
       .addError(Forbidden.Wire)
       .addError(NotFound.Wire)
       .annotate(OpenApi.Summary, "The survey as authoring writes it, sections and settings included")

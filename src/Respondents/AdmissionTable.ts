@@ -45,6 +45,14 @@ export class BoundedTable<V> {
 export const WINDOW_MS = 60_000
 
 /**
+ * Where a key's allowance stands at `now`: whole (`now`) or whole again at `fullAt`. An admitted
+ * request never sets it more than a window ahead, so an instant further ahead means the clock
+ * stepped back since: the key starts whole again rather than waiting out the step.
+ */
+const startOf = (fullAt: number | undefined, now: number): number =>
+  fullAt === undefined || fullAt > now + WINDOW_MS ? now : Math.max(fullAt, now)
+
+/**
  * A limit of `limit` requests a minute as a generic cell rate (GCRA): each key holds one instant,
  * when its allowance is whole again. A request is admitted while that instant is at most a
  * minute less one request's share (60 s / `limit`) ahead, and moves it one share further. So
@@ -53,7 +61,7 @@ export const WINDOW_MS = 60_000
  */
 export const waitMs = (fullAt: number | undefined, now: number, limit: number): number => {
   const share = WINDOW_MS / limit
-  const start = Math.max(fullAt ?? now, now)
+  const start = startOf(fullAt, now)
   // A thousandth of a millisecond absorbs the rounding of shares that are not whole.
   const over = start - now - (WINDOW_MS - share)
   return over > 0.001 ? over : 0
@@ -61,7 +69,7 @@ export const waitMs = (fullAt: number | undefined, now: number, limit: number): 
 
 /** The instant the allowance is whole again after one more admitted request. */
 export const afterOne = (fullAt: number | undefined, now: number, limit: number): number =>
-  Math.max(fullAt ?? now, now) + WINDOW_MS / limit
+  startOf(fullAt, now) + WINDOW_MS / limit
 
 /**
  * A survey at its limit still admits an address that used less than its fair share of the survey
