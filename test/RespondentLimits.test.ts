@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AppConfig } from "../src/Config.js"
 import { addressKey, clientAddress, parseAddress, trustedProxies } from "../src/Http/ClientAddress.js"
-import { fairShareOf } from "../src/Respondents/AdmissionTable.js"
+import { afterOne, fairShareOf, waitMs, WINDOW_MS } from "../src/Respondents/AdmissionTable.js"
 import { RespondentLimits } from "../src/Respondents/RespondentLimits.js"
 import { quotaRowsElsewhere } from "./support/Elsewhere.js"
 import { TOKENS } from "./support/Fixtures.js"
@@ -151,6 +151,21 @@ layer(TestServer(respondentFixture, { respondentLimitPerAddress: 3, respondentLi
       }))
   }
 )
+
+describe("a key's allowance when the clock steps", () => {
+  it("a limit used up waits for its next share; a clock stepped back a day starts the key whole, not a day late", () => {
+    const now = Date.parse("2026-06-01T12:00:00.000Z")
+    let fullAt: number | undefined
+    for (let i = 0; i < 3; i++) {
+      expect(waitMs(fullAt, now, 3)).toBe(0)
+      fullAt = afterOne(fullAt, now, 3)
+    }
+    expect(waitMs(fullAt, now, 3)).toBe(WINDOW_MS / 3)
+    // Back a day: the key's instant lies further ahead than an admission ever sets it.
+    expect(waitMs(fullAt, now - 86_400_000, 3)).toBe(0)
+    expect(afterOne(fullAt, now - 86_400_000, 3)).toBe(now - 86_400_000 + WINDOW_MS / 3)
+  })
+})
 
 describe("respondent limits across processes", () => {
   it.effect("are per process: two servers on one database admit an address's limit each", () =>
