@@ -248,9 +248,13 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("Webhooks/D
       }
     }).pipe(Effect.withSpan("DeliveryWorker.dueNow"))
 
-    /** When the next attempt is due, from the outbox and the deliveries: `now` when one may be due now. */
+    /**
+     * When the next attempt is due, from the outbox and the deliveries: `now` when one may be due
+     * now. Attempts in flight finish and are recorded first, so that a clock moved on after this
+     * answer never passes an attempt whose retry is still to be scheduled from its own instant.
+     */
     const dueAt = (now: number) =>
-      Effect.map(repo.outlook(now), (seen) => {
+      Effect.map(Effect.zipRight(idle.await, repo.outlook(now)), (seen) => {
         if (seen.eventsWaiting || seen.dueNow) return now
         const coming = [seen.wakeAt, heldUntil].filter((at): at is number => at !== null && at > now)
         return coming.length === 0 ? null : Math.min(...coming)
