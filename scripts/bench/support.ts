@@ -6,6 +6,7 @@ import { Database } from "bun:sqlite"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { seededRandom } from "../../src/Demo/DemoData.js"
 import { answersJson } from "../../src/Responses/AnswerWire.js"
 import { BENCH_PLAN } from "./Dataset.js"
 
@@ -76,16 +77,7 @@ export const prepare = (
 export const runCli = (args: ReadonlyArray<string>) => cli(args)
 
 /** A deterministic pseudo-random source, so that runs are comparable. */
-export const random = (seed: number) => {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+export const random = seededRandom
 
 /** An answer's values for a question, drawn from `rnd`. */
 export const answerFor = (q: BenchQuestion, rnd: () => number, n: number): Array<string> => {

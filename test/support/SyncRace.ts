@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { seededRandom } from "../../src/Demo/DemoData.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
 import { baseFixture, TOKENS } from "./Fixtures.js"
 
@@ -86,16 +87,19 @@ export interface RaceOptions {
   readonly seed?: number
 }
 
-export interface Failure {
-  readonly kind: "miss" | "late" | "lost"
-  readonly reader: number
+/** A version of a response, and when its save was sent and acknowledged (milliseconds since the race began). */
+export interface Change {
   readonly surveyId: string
   readonly responseId: string
   readonly version: number
   readonly updatedAt: string
-  /** Milliseconds since the race began: when the change's save was sent, and acknowledged. */
   readonly requestedAt: number
   readonly ackedAt: number
+}
+
+export interface Failure extends Change {
+  readonly kind: "miss" | "late" | "lost"
+  readonly reader: number
   /** The walk that moved the reader past the change: where it began and ended, when, and what it listed. */
   readonly walk?: string
 }
@@ -129,27 +133,7 @@ const Listed = Schema.Struct({
 const One = Schema.parseJson(Listed)
 const Page = Schema.parseJson(Schema.Struct({ data: Schema.Array(Listed), nextCursor: Schema.NullOr(Schema.String) }))
 
-/** A small deterministic generator (mulberry32), so that a run's choices can be repeated. */
-const random = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
-/** A version of a response, and when its save was sent and acknowledged. */
-interface Change {
-  readonly surveyId: string
-  readonly responseId: string
-  readonly version: number
-  readonly updatedAt: string
-  readonly requestedAt: number
-  readonly ackedAt: number
-}
 
 interface Walk {
   readonly surveyId: string
@@ -242,7 +226,7 @@ export const runSyncRace = async (options: RaceOptions): Promise<RaceReport> => 
   }
 
   const writer = async (index: number) => {
-    const next = random(seed * 1000 + index)
+    const next = seededRandom(seed * 1000 + index)
     const open: Array<{ surveyId: string; responseId: string; version: number }> = []
     const done: Array<{ surveyId: string; responseId: string }> = []
     const goOn = () => {
@@ -343,7 +327,7 @@ export const runSyncRace = async (options: RaceOptions): Promise<RaceReport> => 
   }
 
   const reader = async (index: number) => {
-    const next = random(seed * 7919 + index)
+    const next = seededRandom(seed * 7919 + index)
     const positions = new Map<string, string>(RACE_SURVEYS.map((s) => [s, "2000-01-01T00:00:00.000Z"]))
     const pause = () => new Promise((resolve) => setTimeout(resolve, next() * (options.readers[index]?.pauseMs ?? 0)))
     for (let round = 0; writing && round < 1_000_000; round++) {
@@ -379,14 +363,9 @@ export const runSyncRace = async (options: RaceOptions): Promise<RaceReport> => 
     versions.set(change.responseId, byInstant)
   }
   const failure = (kind: Failure["kind"], reader: number, change: Change, walk?: Walk): Failure => ({
+    ...change,
     kind,
     reader,
-    surveyId: change.surveyId,
-    responseId: change.responseId,
-    version: change.version,
-    updatedAt: change.updatedAt,
-    requestedAt: change.requestedAt,
-    ackedAt: change.ackedAt,
     ...(walk === undefined ? {} : { walk: describeWalk(walk) })
   })
   options.readers.forEach((_, r) => {
