@@ -58,7 +58,7 @@ curl -fs "http://127.0.0.1:$port$script" | grep -q 'survey-console-key' || { ech
 curl -fs "http://127.0.0.1:$port/console/console.css" | grep -q 'focus-visible' || { echo "the console style is missing" >&2; exit 1; }
 # Opened in Chromium, the console's script runs under that CSP and renders the sign-in form.
 if command -v chromium >/dev/null 2>&1; then
-  timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$work/chromium" \
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --user-data-dir="$work/chromium" \
     --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$port/console" 2>/dev/null | grep -q 'id="api-key"' ||
     { echo "the console did not render in Chromium" >&2; exit 1; }
 fi

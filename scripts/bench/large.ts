@@ -21,7 +21,7 @@
  * counted just before they were read.
  */
 import { Database } from "bun:sqlite"
-import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
@@ -182,7 +182,7 @@ const sqliteDataset = (responses: number) => {
   const part = `${file}.part`
   rmSync(part, { force: true })
   const fixtureFile = join(dir, "large-fixture.json")
-  Bun.write(fixtureFile, JSON.stringify(fixture))
+  writeFileSync(fixtureFile, JSON.stringify(fixture))
   cli(["import", fixtureFile, "--db", part])
   console.error(`seeding ${responses} responses into ${file} …`)
   const db = new Database(part)
@@ -214,7 +214,7 @@ const sqliteDataset = (responses: number) => {
 /** Seeds the large survey into the PostgreSQL database at `url` (migrated and imported first). */
 const seedPostgres = async (url: string, responses: number) => {
   const fixtureFile = join(work, "large-fixture.json")
-  await Bun.write(fixtureFile, JSON.stringify(fixture))
+  writeFileSync(fixtureFile, JSON.stringify(fixture))
   cli(["import", fixtureFile, "--database-url", url])
   console.error(`seeding ${responses} responses into PostgreSQL …`)
   const client = new Pg.Client({ connectionString: url })

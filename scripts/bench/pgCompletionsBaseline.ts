@@ -221,7 +221,7 @@ const isStoredType = (type: string): type is StoredQuestionType => storedTypes.h
 const isOptions = Schema.is(Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String })))
 
 /** The survey and its questions: the survey's row beside each of its questions (sections too). */
-const surveySql = `SELECT '' AS unused, s.workspace_id, s.status, s.trashed::int4, s.answer_layout::text,
+const surveySql = `SELECT s.workspace_id, s.status, s.trashed::int4, s.answer_layout::text,
     q.id, q.type, q.required::int4, q.allow_multiple::int4, q.options
   FROM surveys s
   LEFT JOIN questions q ON q.survey_id = s.id AND q.deleted = 0
@@ -273,19 +273,19 @@ const create = async (respondent: Respondent, submission: Submitted): Promise<st
     await client.query("BEGIN")
     const rows = await run(client, surveySql, [surveyId])
     const first = rows[0]
-    const status = first === undefined ? "gone" : num(first[3]) !== 0 ? "gone" : text(first[2])
+    const status = first === undefined ? "gone" : num(first[2]) !== 0 ? "gone" : text(first[1])
     if (first === undefined || status !== "published") {
       throw invalid("The survey is no longer accepting responses.", [{ path: "surveyId", message: `survey is ${status}, not published` }])
     }
-    const workspaceId = text(first[1])
-    const layout = text(first[4])
+    const workspaceId = text(first[0])
+    const layout = text(first[3])
     const questions: Array<ValidationQuestion & { readonly position: number }> = []
     for (const row of rows) {
-      if (row[5] === null) continue
-      const type = text(row[6])
-      const options: unknown = JSON.parse(text(row[9]))
-      if (!isStoredType(type) || !isOptions(options)) throw new Error(`question ${text(row[5])}: unreadable row`)
-      questions.push({ id: text(row[5]), type, required: num(row[7]) !== 0, allowMultiple: num(row[8]) !== 0, options, position: questions.length })
+      if (row[4] === null) continue
+      const type = text(row[5])
+      const options: unknown = JSON.parse(text(row[8]))
+      if (!isStoredType(type) || !isOptions(options)) throw new Error(`question ${text(row[4])}: unreadable row`)
+      questions.push({ id: text(row[4]), type, required: num(row[6]) !== 0, allowMultiple: num(row[7]) !== 0, options, position: questions.length })
     }
     const { accepted, issues } = validateAnswers(questions, submission.answers)
     if (issues.length > 0) throw invalid("Some answers are not valid; nothing was saved.", issues)
