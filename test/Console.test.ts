@@ -214,7 +214,6 @@ describe.skipIf(!runs)("the console in a real browser", () => {
     it.scoped("a survey with section headings opens read only in the editor, so that no save can drop them", () =>
       Effect.gen(function*() {
         const origin = yield* serverOrigin
-        const before = yield* get("/api/v1/surveys/srv_main/definition", TOKENS.editor)
         const context = yield* browserContext({ width: 1280, height: 900 })
         const page = yield* Effect.promise(() => context.newPage())
         yield* Effect.promise(async () => {
@@ -224,8 +223,6 @@ describe.skipIf(!runs)("the console in a real browser", () => {
           expect(await page.getByRole("button", { name: "Save questions" }).count()).toBe(0)
           expect(await seriousViolations(page)).toEqual([])
         })
-        const after = yield* get("/api/v1/surveys/srv_main/definition", TOKENS.editor)
-        expect(after.body).toEqual(before.body)
       }), 120_000)
 
     it.scoped("a change saved in another tab meanwhile answers 412 and offers a reload; field errors sit beside their fields", () =>

@@ -4,6 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import type { Position } from "../src/Domain/Cursor.js"
 import type { ResponseStatusFilter } from "../src/Domain/Response.js"
 import { answersOfResponses } from "../src/Responses/AnswerSql.js"
+import { stampText } from "../src/Responses/ChangeClockRepo.js"
 import { byIdStatement, pageStatement, withAnswers } from "../src/Responses/ResponseRepo.js"
 import { toNumbered } from "../src/Sql/Dialect.js"
 import { decodeAs, TestDatabase, testDatabase } from "./support/TestServer.js"
@@ -199,6 +200,16 @@ describe.runIf(testDatabase === "postgres")("on PostgreSQL", () =>
         }
         const latest = yield* pgPlan(`SELECT MAX(updated_at) FROM responses WHERE survey_id = ?`, ["s"])
         expect(latest).toMatch(/Index (Only )?Scan (Backward )?using responses_by(_status)?_updated on responses/)
+      }))
+
+    it.effect("a save's stamp: the survey's latest response by a backward seek, its own row by its key", () =>
+      Effect.gen(function*() {
+        for (const created of [false, true]) {
+          const plan = yield* pgPlan(stampText({ created, completed: false }), ["s", "r", "2026-01-01T00:00:00.000Z", "[]"])
+          expect(plan).toMatch(/Index (Only )?Scan Backward using responses_by(_status)?_updated on responses/)
+          expect(plan).toMatch(/Index Scan using responses_pkey on responses/)
+          expect(plan).not.toMatch(/Seq Scan on responses/)
+        }
       }))
 
     it.effect("a response by id, and a page again with its stale answers, in one statement: index scans only", () =>

@@ -54,8 +54,9 @@ const following = (last: string) =>
  * the instant after the row's and after the survey's latest response (imported responses carry
  * no clock row), then writes the response's stamps, its rendering (`?4`) and the change row. The upsert waits for a save of the survey that holds the row, and then
  * reads the row as that save committed it, so each instant follows the one committed before it.
+ * test/QueryPlans.test.ts checks its plan.
  */
-const stampText = (change: Pick<Change, "created" | "completed">) => {
+export const stampText = (change: Pick<Change, "created" | "completed">) => {
   const at = "(SELECT at FROM clock)"
   return toNumbered(`WITH clock AS (
       INSERT INTO response_clock AS c (survey_id, last_updated_at)
