@@ -19,8 +19,11 @@ const batchSize = 1000
  * position (and on SQLite the one writer) for a few milliseconds, whatever the survey's size.
  */
 export const rebuildBatch = 250
-/** Rebuild batches per round of the background loop, between two looks at the change log. */
-const batchesPerRound = 40
+/**
+ * Rebuild batches per round of the background loop, between two looks at the change log: few,
+ * so that new responses are counted within moments while a large survey rebuilds.
+ */
+const batchesPerRound = 4
 
 /** What one batch of a rebuild did. */
 export interface RebuildBatch {

@@ -68,12 +68,14 @@ export class RoundGate extends Context.Reference<RoundGate>()("Background/RoundG
   static readonly make = Effect.gen(function*() {
     const all = 1_000_000
     const permits = yield* Effect.makeSemaphore(all)
+    // One move at a time: a second waits for the first to end, not for a gap between rounds.
+    const moves = yield* Effect.makeSemaphore(1)
     // Closed while a move waits or runs: no new round starts, so the move cannot be starved.
     const open = yield* Effect.makeLatch(true)
     const gate: Context.Tag.Service<RoundGate> = {
       round: (round) => Effect.zipRight(open.await, permits.withPermits(1)(round)),
       alone: (move) =>
-        Effect.acquireUseRelease(open.close, () => permits.withPermits(all)(move), () => open.open)
+        moves.withPermits(1)(Effect.acquireUseRelease(open.close, () => permits.withPermits(all)(move), () => open.open))
     }
     return gate
   })

@@ -1,7 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Clock, Duration, Effect, Either, Layer, Option, Schema } from "effect"
+import { Clock, Duration, Effect, Either, Option, Schema } from "effect"
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
-import { periodJob, runJob } from "../Background/Jobs.js"
+import { periodJob } from "../Background/Jobs.js"
 import { InvalidRequest } from "../Domain/Errors.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { IdempotencyStore } from "./IdempotencyStore.js"
@@ -175,5 +175,3 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
 export const idempotencyPurgeJob = Effect.flatMap(Idempotency, (idempotency) =>
   periodJob({ name: "idempotency key purge", key: "idempotency-purge", period: Duration.hours(1), run: idempotency.prune() }))
 
-/** The idempotency purge in the background of a server. */
-export const IdempotencyPurgeLive = Layer.scopedDiscard(Effect.flatMap(idempotencyPurgeJob, runJob))
