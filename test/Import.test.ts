@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Exit, Schema } from "effect"
+import { Cause, Effect, Exit, Schema } from "effect"
 import { importFixtureInput } from "../src/Fixtures/Import.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { decodeAs, get, TestServer } from "./support/TestServer.js"
@@ -61,6 +61,15 @@ layer(TestServer(baseFixture))("fixture import", (it) => {
         ]
       }))
       expect(Exit.isFailure(dangling)).toBe(true)
+      // One response id twice would be counted twice on its survey: refused, naming the second.
+      const twice = yield* Effect.exit(importFixtureInput({
+        responses: [
+          { id: "rsp_twice", surveyId: "srv_main", createdAt: "2026-01-20T00:00:00Z" },
+          { id: "rsp_twice", surveyId: "srv_main", createdAt: "2026-01-21T00:00:00Z" }
+        ]
+      }))
+      expect(Exit.isFailure(twice)).toBe(true)
+      expect(String(Exit.isFailure(twice) ? Cause.squash(twice.cause) : "")).toContain("responses.1.id")
       expect(yield* sql`SELECT COUNT(*) AS n FROM responses`).toEqual(before)
     }))
 })

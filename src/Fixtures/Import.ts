@@ -67,6 +67,22 @@ const questionProblems = (fixture: Fixture) =>
     })
   )
 
+/**
+ * A response id given twice: the import counts each batch's responses on their surveys, so one id
+ * twice would count one response twice (and its answers would be replaced by the later entry).
+ */
+const repeatedResponses = (fixture: Fixture) => {
+  const first = new Map<string, number>()
+  return fixture.responses.flatMap((response, i) => {
+    const seen = first.get(response.id)
+    if (seen === undefined) {
+      first.set(response.id, i)
+      return []
+    }
+    return [{ path: `responses.${i}.id`, message: `${JSON.stringify(response.id)} is already responses.${seen}` }]
+  })
+}
+
 /** Decodes a fixture; the error lists every problem as `path: message`, one per line. */
 export const decodeFixture = (input: unknown) =>
   Schema.decodeUnknown(Fixture, { errors: "all", onExcessProperty: "error" })(input).pipe(
@@ -76,7 +92,7 @@ export const decodeFixture = (input: unknown) =>
         (issues) => invalidFixture(issues.map((i) => ({ path: i.path.join("."), message: i.message })))
       )),
     Effect.flatMap((fixture) => {
-      const problems = questionProblems(fixture)
+      const problems = [...questionProblems(fixture), ...repeatedResponses(fixture)]
       return problems.length === 0 ? Effect.succeed(fixture) : Effect.fail(invalidFixture(problems))
     })
   )
