@@ -107,7 +107,9 @@ export class RespondentTokenRepo extends Effect.Service<RespondentTokenRepo>()("
                 AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = e.id)
               ORDER BY e.expires_at LIMIT ${limit}`.pipe(Effect.flatMap(Schema.decodeUnknown(DeletedSessions)))).map((row) => row.id)
             if (ids.length === 0) return 0
-            const deleted = yield* sql`DELETE FROM embed_sessions WHERE id IN ${sql.in(ids)} RETURNING id`
+            // Checked again as they go: a token made meanwhile keeps its session.
+            const deleted = yield* sql`DELETE FROM embed_sessions WHERE id IN ${sql.in(ids)}
+              AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = embed_sessions.id) RETURNING id`
             return deleted.length
           }).pipe(Effect.orDie))
     } as const
