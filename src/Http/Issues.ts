@@ -102,11 +102,16 @@ export const wordIssues = (raw: ReadonlyArray<RawIssue>): ReadonlyArray<Issue> =
     if (at === undefined) byPath.set(path, [issue])
     else at.push(issue)
   }
+  // The paths that a deeper path's issue explains: every proper prefix of an issue's path.
+  const explained = new Set<string>()
+  for (const path of byPath.keys()) {
+    for (let end = path.lastIndexOf("."); end > 0; end = path.lastIndexOf(".", end - 1)) explained.add(path.slice(0, end))
+  }
   const issues: Array<Issue> = []
   for (const [path, all] of byPath) {
     const telling = all.some((issue) => !onlyAbsence(issue)) ? all.filter((issue) => !onlyAbsence(issue)) : all
     // A deeper path explains this one (an element of a list that is not a list of nothing).
-    if (telling.every(onlyAbsence) && [...byPath.keys()].some((other) => other.startsWith(`${path}.`))) continue
+    if (telling.every(onlyAbsence) && explained.has(path)) continue
     const literals = telling.map((issue) => {
       const match = expected.exec(issue.message)
       return match === null ? undefined : { value: literalOf(match[1] ?? ""), actual: match[2] ?? "" }
