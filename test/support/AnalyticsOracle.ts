@@ -94,14 +94,12 @@ export const expectClose = (actual: unknown, expected: unknown, path = "$"): voi
 }
 
 
-/** Stored or computed counters as sorted plain data, zero counts left out (the store drops them), for `expectClose`. */
+/** Stored counters as sorted plain data, for `expectClose`: every row, zero counts included. */
 export const plainAggregates = (agg: Aggregates) => ({
   responseCount: agg.responseCount,
   completedCount: agg.completedCount,
-  reach: [...agg.reach].filter(([, n]) => n !== 0).sort((a, b) => a[0] - b[0]),
+  reach: [...agg.reach].sort((a, b) => a[0] - b[0]),
   questions: [...agg.questions].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
-  options: [...agg.options].flatMap(([q, m]) =>
-    [...m].filter(([, o]) => o.count !== 0).map(([v, o]) => [q, v, o.count, o.rankSum] as const)
-  ).sort(),
-  numbers: [...agg.numbers].flatMap(([q, m]) => [...m].filter(([, c]) => c !== 0).map(([n, c]) => `${q}:${n}:${c}`)).sort()
+  options: [...agg.options].flatMap(([q, m]) => [...m].map(([v, o]) => [q, v, o.count, o.rankSum] as const)).sort(),
+  numbers: [...agg.numbers].flatMap(([q, m]) => [...m].map(([n, c]) => `${q}:${n}:${c}`)).sort()
 })
