@@ -50,14 +50,14 @@ const fixture: FixtureInput = {
         { id: "l_plain", type: "textarea", label: "Plain", order: 6 }
       ]
     },
-    ...oddIds.map((id) => ({
+    ...oddIds.map((id, i) => ({
       id,
       workspaceId: "ws_a",
       title: "Odd id",
       status: "published" as const,
       createdAt: at(0),
       updatedAt: at(0),
-      questions: [{ id: `${id}_q`, type: "textarea" as const, label: "Text", order: 1 }]
+      questions: [{ id: `q_odd_${i}`, type: "textarea" as const, label: "Text", order: 1 }]
     }))
   ],
   responses: [

@@ -164,7 +164,7 @@ describe("pre-encoded wire builders equal the declared schema's encoding", () =>
     label: awkwardText,
     required: fc.constantFrom(0, 1),
     allowMultiple: fc.constantFrom(0, 1),
-    position: fc.integer({ min: -(2 ** 31), max: 2 ** 31 }),
+    position: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
     options: fc.array(fc.record({ value: awkwardText, label: awkwardText }), { maxLength: 4 }).map((o) => JSON.stringify(o))
   })
 
