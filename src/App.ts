@@ -206,8 +206,12 @@ const makeHttp = <E, R>(
       return HttpServer.serve(answer(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain)))
     })
   )
-  // Without an exporter, request, handler and SQL spans would reach nobody; building them took
-  // about a fifth of a small read's CPU (docs/architecture.md#tracing-off-without-an-exporter). Logs keep the request id.
+  /**
+   * Measured shortcut: without an exporter the tracer is off, skipping the request, handler and
+   * SQL spans that would reach nobody; logs keep the request id through the logger
+   * (test/Telemetry.test.ts, test/RequestId.test.ts). Measurement:
+   * docs/performance.md#measured-shortcuts, "Tracing off without an exporter".
+   */
   return traced
     ? withRedactedHeaders(served)
     : served.pipe(
