@@ -35,7 +35,7 @@ const Page = Schema.parseJson(Schema.Struct({ respondentToken: Schema.String }))
 const Delivery = Schema.parseJson(Schema.Struct({ id: Schema.String }))
 
 describe("the examples of README.md and docs/api.md", () => {
-  it.live("run against a served demo: no example answers a 5xx, a refused key or a missing route", () =>
+  it.live("run against a served demo: no example answers an error, but for the 429 the quota example asks for", () =>
     Effect.gen(function*() {
       const absent = ["curl", "jq"].filter((tool) => Bun.which(tool) === null)
       expect(absent, `the examples need ${absent.join(", ")}`).toEqual([])
@@ -180,9 +180,9 @@ describe("the examples of README.md and docs/api.md", () => {
         const answers = readFileSync(statuses, "utf8").split("\n").filter((line) => /^\d{3} /.test(line))
         const broken = answers.filter((line) => {
           const [status = "", url = ""] = line.split(" ")
-          if (status === "000" || status.startsWith("5")) return true
-          if (status === "401" || status === "403") return !url.includes("/usage")
-          return status === "404"
+          // The quota example spends the burst on purpose: the 429 it then shows is the example working.
+          if (status === "429") return !url.includes("/usage")
+          return status === "000" || Number(status) >= 400
         })
         expect(broken, label).toEqual([])
         if (recipe !== undefined) {
