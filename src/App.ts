@@ -69,6 +69,7 @@ import { TestClockServiceApi } from "./TestClock/Api.js"
 import { clockMark } from "./TestClock/ClockMarkRepo.js"
 import { TestClockHttpLive, withTestClockHeader } from "./TestClock/Http.js"
 import { SimulatedClock } from "./TestClock/SimulatedClock.js"
+import { Deliveries } from "./Webhooks/Deliveries.js"
 import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
 import { DeliverySettings } from "./Webhooks/DeliverySettings.js"
 import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
@@ -114,6 +115,7 @@ export const RepositoriesLive = Layer.mergeAll(
   AggregateRepo.Default,
   RebuildRepo.Default,
   WebhookRepo.Default,
+  DeliveryRepo.Default,
   RedeliveryRepo.Default,
   Outbox.Default,
   EmbedSessions.Default,
@@ -132,7 +134,7 @@ export const ServicesLive = Layer.mergeAll(
   RespondentTokens.Default,
   RespondentPurge.Default,
   RespondentLimits.Default,
-  DeliveryRepo.Default,
+  Deliveries.Default,
   Redelivery.Default,
   Aggregator.Default,
   ResponseDeletion.Default,
