@@ -3,16 +3,12 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { settleAnalytics, writeResponse } from "./support/AnalyticsWrites.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
-import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs, TestServer } from "./support/TestServer.js"
 
-const AnalyticsBody = Schema.Struct({
-  responseCount: Schema.Number,
-  questions: Schema.Array(Schema.Struct({ id: Schema.String, respondentCount: Schema.Number, skippedCount: Schema.Number })),
-  stale: Schema.Boolean
-})
-const SurveyBody = Schema.Struct({ id: Schema.String })
 const Rows = Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 
 type Body = Record<string, unknown>
@@ -22,7 +18,9 @@ const send = (method: "POST" | "PUT", path: string, body: Body) =>
 
 const putQuestions = (id: string, questions: ReadonlyArray<Body>) => send("PUT", `/surveys/${id}/questions`, { questions })
 
-const analytics = (id: string) => Effect.map(get(`/api/v1/surveys/${id}/analytics`, TOKENS.editor), (res) => bodyOf(AnalyticsBody, res))
+const editor = clientFor(TOKENS.editor)
+
+const analytics = (id: string) => Effect.flatMap(editor, (api) => api.analytics.get({ path: { id: SurveyId.make(id) } }))
 
 /** Every stored analytics row of the survey (counters, contributions, rebuild state), in a fixed order. */
 const storedAnalytics = (surveyId: string) =>
@@ -134,13 +132,12 @@ layer(TestServer(respondentFixture))("question edits and the stored analytics", 
   it.effect("a save racing a type change is stored under the question list it was validated against: never a text answer under a number question", () =>
     Effect.gen(function*() {
       for (let round = 0; round < 8; round++) {
-        const created = yield* send("POST", "/surveys", {
-          title: `Type race ${round}`,
-          questions: [{ id: "q_t", type: "textarea", label: "T" }]
+        const api = yield* editor
+        const { id } = yield* api.authoring.create({
+          payload: { title: `Type race ${round}`, questions: [{ id: "q_t", type: "textarea", label: "T" }] },
+          headers: {}
         })
-        expect(created.status, created.text).toBe(201)
-        const id = bodyOf(SurveyBody, created).id
-        expect((yield* send("POST", `/surveys/${id}/publish`, {})).status).toBe(200)
+        expect((yield* api.authoring.publish({ path: { id }, headers: {} })).status).toBe("published")
         const token = bodyOf(
           Schema.Struct({ respondentToken: Schema.String }),
           yield* call("GET", `/s/${id}`, { headers: { accept: "application/json" } })
