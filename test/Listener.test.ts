@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
+import { clientAt } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { onOutside, outsideConnection, serviceLockWaiters } from "./support/OutsideConnection.js"
 import { PROCESS_TEST_TIMEOUT, polled, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
@@ -93,8 +94,8 @@ describe("the listen address", () => {
       const db = yield* sharedDatabase(baseFixture)
       const flagged = yield* serveProcess(["--host", "127.0.0.1", ...db.flags])
       expect(yield* flagged.logged("Listening on")).toContain(`"Listening on http://127.0.0.1:${flagged.port}"`)
-      const surveys = yield* request(`${flagged.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${TOKENS.editor}` } })
-      expect(surveys.status).toBe(200)
+      const api = yield* clientAt(flagged.base, TOKENS.editor)
+      expect((yield* api.surveys.list({ urlParams: {} })).data.length).toBeGreaterThan(0)
 
       const fromEnv = yield* serveProcess(db.flags, { HOST: "127.0.0.1" })
       expect(yield* fromEnv.logged("Listening on")).toContain(`"Listening on http://127.0.0.1:${fromEnv.port}"`)

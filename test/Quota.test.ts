@@ -6,6 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Usage } from "../src/Quota/Api.js"
 import { quotaFilePath } from "../src/Quota/QuotaFileSql.js"
+import { clientFor } from "./support/ApiClient.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { type Answered, bodyOf, get, TestServer, testDatabase } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
@@ -76,17 +77,17 @@ layer(TestServer(quotaFixture))("RateLimit headers, 429 and GET /usage", (it) =>
       const missing = yield* get("/api/v1/surveys/srv_nope", QUOTA_TOKENS.first)
       expect(missing.status).toBe(404)
       expect(missing.headers["ratelimit-remaining"]).toBe("1")
-      const last = yield* get("/api/v1/usage", QUOTA_TOKENS.first)
-      expect(usageOf(last).usedToday).toBe(8)
-      expect(usageOf(last).remainingToday).toBe(0)
+      const first = yield* clientFor(QUOTA_TOKENS.first)
+      const last = yield* first.usage.get()
+      expect(last.usedToday).toBe(8)
+      expect(last.remainingToday).toBe(0)
       yield* advance("5 minutes")
       const refused = yield* get("/api/v1/usage", QUOTA_TOKENS.first)
       expect(refused.status).toBe(429)
       expect(refused.headers["retry-after"]).toBe(String(86_400 - 6 * 60))
       yield* advance(`${86_400 - 6 * 60} seconds`)
-      const nextDay = yield* get("/api/v1/usage", QUOTA_TOKENS.first)
-      expect(nextDay.status).toBe(200)
-      expect(usageOf(nextDay)).toMatchObject({ usedToday: 1, remainingToday: 7, resetAt: "1970-01-03T00:00:00.000Z" })
+      const nextDay = yield* first.usage.get()
+      expect(nextDay).toMatchObject({ usedToday: 1, remainingToday: 7, resetAt: "1970-01-03T00:00:00.000Z" })
     }))
 
   it.effect("other accounts of the workspace have their own counters; unauthenticated answers carry no quota headers", () =>

@@ -17,8 +17,11 @@ import {
 import { AppConfig, parseOtlpHeaders } from "../src/Config.js"
 import { exportsDropped, spansDropped } from "../src/Telemetry/BoundedExport.js"
 import { telemetryLayer } from "../src/Telemetry/Otlp.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { call, decodeAs, get, TestServer, testDatabase } from "./support/TestServer.js"
+import { call, get, TestServer, testDatabase } from "./support/TestServer.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 interface Export {
@@ -71,7 +74,6 @@ const Value = Schema.Struct({
   stringValue: Schema.optional(Schema.String),
   intValue: Schema.optional(Schema.Union(Schema.String, Schema.Number))
 })
-const EmbedUrl = Schema.Struct({ embedUrl: Schema.String })
 const Attributes = Schema.Array(Schema.Struct({ key: Schema.String, value: Value }))
 const Traces = Schema.Struct({
   resourceSpans: Schema.Array(Schema.Struct({
@@ -182,12 +184,13 @@ describe("secrets in exported spans", () => {
       const otlp = yield* collector
       const settings = exportingTo(otlp.url)
       yield* Effect.gen(function*() {
-        const created = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
-          token: TOKENS.editor,
-          body: JSON.stringify({ externalUserId: "person-traced" })
+        const api = yield* clientFor(TOKENS.editor)
+        const created = yield* api.embedSessions.create({
+          path: { id: SurveyId.make("srv_main") },
+          payload: new EmbedSessionRequest({ externalUserId: "person-traced" }),
+          headers: {}
         })
-        expect(created.status).toBe(201)
-        const path = new URL(decodeAs(EmbedUrl, created.body).embedUrl).pathname
+        const path = new URL(created.embedUrl).pathname
         const token = path.split("/").pop() ?? ""
         expect(token).toHaveLength(43)
         // The test's own client records no span: only the service's spans are exported.
