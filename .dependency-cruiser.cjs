@@ -37,6 +37,13 @@ module.exports = {
       to: { path: "^src/Sql/PgServiceClient\\.ts$" }
     },
     {
+      name: "http-through-services",
+      comment: "A feature's Http.ts maps requests onto its services and imports no repository (a row type aside). The features listed in pathNot still read through repositories from their handlers.",
+      severity: "error",
+      from: { path: "^src/[^/]+/Http\\.ts$", pathNot: "^src/(Analytics|Questions|Responses|Surveys)/Http\\.ts$" },
+      to: { path: "(Repo|Store|Sql)\\.ts$", dependencyTypesNot: ["type-only"] }
+    },
+    {
       name: "frozen-migrations",
       comment: "A migration is frozen: it imports nothing from feature code, only src/Sql's DDL and dialect helpers.",
       severity: "error",

@@ -79,6 +79,7 @@ import { Redelivery } from "./Webhooks/Redelivery.js"
 import { RedeliveryRepo } from "./Webhooks/RedeliveryRepo.js"
 import { Signer } from "./Webhooks/Signer.js"
 import { WebhookRepo } from "./Webhooks/WebhookRepo.js"
+import { Webhooks } from "./Webhooks/Webhooks.js"
 
 // The service's layer graph, composed once. Services name what they need and never provide it
 // themselves; this file says what provides it. Tests build the same graph with parts swapped
@@ -155,7 +156,7 @@ export interface CoreParts {
  * what the server runs on. Needs `AppConfig`.
  */
 export const makeCore = (parts: Partial<CoreParts> = {}) =>
-  Authoring.Default.pipe(
+  Layer.mergeAll(Authoring.Default, Webhooks.Default).pipe(
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(parts.repositories ?? RepositoriesLive),
     Layer.provideMerge(parts.signer ?? Signer.StandardWebhooks),
@@ -206,8 +207,12 @@ const makeHttp = <E, R>(
       return HttpServer.serve(answer(traced ? serveMiddlewareMeasured(app, drain) : serveMiddleware(app, drain)))
     })
   )
-  // Without an exporter, request, handler and SQL spans would reach nobody; building them took
-  // about a fifth of a small read's CPU (docs/architecture.md#tracing-off-without-an-exporter). Logs keep the request id.
+  /**
+   * Measured shortcut: without an exporter the tracer is off, skipping the request, handler and
+   * SQL spans that would reach nobody; logs keep the request id through the logger
+   * (test/Telemetry.test.ts, test/RequestId.test.ts). Measurement:
+   * docs/performance.md#measured-shortcuts, "Tracing off without an exporter".
+   */
   return traced
     ? withRedactedHeaders(served)
     : served.pipe(

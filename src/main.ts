@@ -11,9 +11,13 @@ const report = (cause: Cause.Cause<unknown>) => {
   return Console.error(`error: ${error instanceof Error ? error.message : String(error)}`)
 }
 
-// The process's own scope is the first service of every context below it (its layers', its
-// requests'), not merely one: each scope provided later takes its place. Measured shortcut
-// (docs/architecture.md#the-scope-first-in-every-context).
+/**
+ * Measured shortcut: the process's own scope is the first service of every context below it (its
+ * layers', its requests'), so each scope provided later takes its place, skipping Effect 3's walk
+ * of the context up to the scope each time it checks whether a fiber's context changed. It changes
+ * no behaviour. Measurement: docs/performance.md#measured-shortcuts, "The scope first in every
+ * context".
+ */
 run(process.argv).pipe(
   Effect.tapErrorCause(report),
   Effect.provide(BunContext.layer),

@@ -70,6 +70,32 @@ layer(TestServer(baseFixture))("fixture import", (it) => {
       }))
       expect(Exit.isFailure(twice)).toBe(true)
       expect(String(Exit.isFailure(twice) ? Cause.squash(twice.cause) : "")).toContain("responses.1.id")
+      // Texts and positions beyond the bounds the API declares for them are refused, each named.
+      const [mainSurvey] = baseFixture.surveys ?? []
+      if (mainSurvey === undefined) return yield* Effect.dieMessage("the base fixture has no survey")
+      const oversized = yield* Effect.exit(importFixtureInput({
+        surveys: [{
+          ...mainSurvey,
+          title: "t".repeat(501),
+          questions: (mainSurvey.questions ?? []).map((q, i) => i === 0 ? { ...q, order: 2 ** 31 } : q)
+        }],
+        responses: [{
+          id: "rsp_long",
+          surveyId: "srv_main",
+          createdAt: "2026-01-20T00:00:00Z",
+          externalUserId: "u".repeat(257),
+          answers: [
+            { questionId: "q_text", values: ["x".repeat(10_001)] },
+            { questionId: "q_choice", values: Array.from({ length: 201 }, (_, i) => `v${i}`) }
+          ]
+        }]
+      }))
+      const refusal = String(Exit.isFailure(oversized) ? Cause.squash(oversized.cause) : "")
+      expect(refusal).toContain("surveys.0.title: at most 500 characters")
+      expect(refusal).toContain("surveys.0.questions.0.order:")
+      expect(refusal).toContain("responses.0.externalUserId: at most 256 characters")
+      expect(refusal).toContain("responses.0.answers.0.values.0: at most 10,000 characters")
+      expect(refusal).toContain("responses.0.answers.1.values:")
       expect(yield* sql`SELECT COUNT(*) AS n FROM responses`).toEqual(before)
     }))
 })

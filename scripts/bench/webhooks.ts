@@ -150,8 +150,11 @@ const measureWorker = (port: number, secret: string, history: boolean) =>
       surveys: [{ id: "srv_bench", workspaceId: "ws_bench", title: "Bench", status: "published",
         createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z" }]
     })
-    yield* webhooks.put({ workspaceId: WorkspaceId.make("ws_bench"), surveyId: null,
-      targetUrl: `http://127.0.0.1:${port}/hook`, secret, events: defaultEventTypes, now: Date.now() })
+    yield* sql.withTransaction(Effect.gen(function*() {
+      const id = yield* webhooks.insert({ scope: { workspaceId: WorkspaceId.make("ws_bench"), surveyId: null },
+        targetUrl: `http://127.0.0.1:${port}/hook`, secret, maxAttemptsPerSecond: null, now: Date.now() })
+      yield* webhooks.setEventTypes(id, defaultEventTypes)
+    }))
     if (history) yield* loadHistory(Date.now())
     const completion = sql.withTransaction(outbox.append({
       type: "response.completed",

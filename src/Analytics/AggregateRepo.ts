@@ -1,4 +1,11 @@
-// Measured shortcut (docs/architecture.md#measured-shortcuts): typed value reads and the one-statement snapshot, measured by `bun run bench:read`, guarded by test/TypedReads.test.ts.
+/**
+ * Measured shortcut: a survey's analytics are read in one statement on the `Reader`
+ * (`analyticsSnapshotSql`) as typed value rows, skipping a statement per kind of counter and a
+ * Schema decode per row. One statement reads one generation of the counters, and each cell is read
+ * by the name the statement declares for it (test/TypedReads.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Analytics in one statement" and "Row readers compiled
+ * once".
+ */
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { parseStoredOptions, StoredQuestionType } from "../Domain/Question.js"

@@ -1,4 +1,9 @@
-// Measured shortcut (docs/architecture.md#measured-shortcuts): `analyticsOf` answers in the wire form, sent pre-encoded; `bun run bench:read`, guarded by test/WireEncoding.test.ts.
+/**
+ * Measured shortcut: `analyticsOf` builds the answer in its wire form, sent pre-encoded, skipping
+ * the Schema encoding of the declared success; the bytes equal that encoding
+ * (test/WireEncoding.test.ts). Measurement: docs/performance.md#measured-shortcuts, "Pre-encoded
+ * bodies".
+ */
 import { Schema } from "effect"
 import type { Analytics, NumericSummary } from "../Domain/Analytics.js"
 import { StoredQuestionType } from "../Domain/Question.js"

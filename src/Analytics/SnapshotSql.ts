@@ -1,4 +1,10 @@
-// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:read`, guarded by test/TypedReads.test.ts. Rows are read by position because the union's rows have no one shape; no imports, as the benchmark's baseline runs the same text.
+/**
+ * Measured shortcut: every stored counter of a survey's analytics in one `UNION ALL` statement,
+ * skipping a statement per kind of counter. Rows are read by position, as the union's rows have
+ * no one shape, by the names declared below, so that the statement and its reads cannot drift
+ * apart (test/TypedReads.test.ts). No imports, as the read benchmark's baseline runs the same
+ * text. Measurement: docs/performance.md#measured-shortcuts, "Analytics in one statement".
+ */
 
 /**
  * One branch of the union below: the table it reads and what each of the union's nine columns

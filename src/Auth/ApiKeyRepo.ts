@@ -1,4 +1,11 @@
-// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/AccessChanges.test.ts and test/Auth.test.ts.
+/**
+ * Measured shortcut: a known key's lookup is remembered with the access generation it was read at,
+ * skipping the seven-table lookup while the generation stands (one indexed row read on the
+ * `Reader`). Triggers move the generation on every write to the tables the lookup reads, from any
+ * connection or process (migration 0007), so a remembered lookup is never used stale
+ * (test/AccessChanges.test.ts, test/Auth.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Remembered key lookups".
+ */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { makeId, SurveyId, workspaceId } from "../Domain/Ids.js"

@@ -1,4 +1,9 @@
-// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Auth.test.ts.
+/**
+ * Measured shortcut: the bearer check on every request is a chain of effects (`Effect.flatMap`,
+ * `Effect.map`), skipping the `Effect.gen` generator it would otherwise build per request. It makes
+ * the same checks and fails with the same errors (test/Auth.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Chains of effects".
+ */
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { PlanUpgradeRequired, RateLimited, ServiceUnavailable, Unauthorized } from "../Domain/Errors.js"
@@ -35,7 +40,7 @@ export const AuthorizationLive = Layer.effect(
   Effect.gen(function*() {
     const keys = yield* ApiKeyRepo
     const admission = yield* KeyAdmission
-    // On every request's path: a chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
+    // A chain of effects, not a generator: the measured shortcut of this file's header.
     const admitted = (
       found: KeyLookup
     ): Effect.Effect<ApiKeyContext, Unauthorized | PlanUpgradeRequired | RateLimited | ServiceUnavailable> => {

@@ -4,12 +4,13 @@ import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
 import { boundedString } from "../Domain/Bounds.js"
 import { Forbidden, InvalidRequest, NotFound, PreconditionFailed } from "../Domain/Errors.js"
-import { QuestionInputList, QuestionList } from "../Domain/Question.js"
+import { QuestionList } from "../Domain/Question.js"
 import { MAX_DESCRIPTION_LENGTH, MAX_TITLE_LENGTH, Survey } from "../Domain/Survey.js"
 import { documentReplayHeader, IdempotencyHeaders } from "../Http/Idempotency.js"
 import { JsonBody } from "../Http/JsonBody.js"
 import { SurveyIdParam } from "../Surveys/Api.js"
 import { documentEtag } from "../Surveys/SurveyVersion.js"
+import { QuestionInputList } from "./QuestionRules.js"
 
 /** Authoring bodies refuse a field they do not name, with its path: a typo must not pass silently. */
 const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const

@@ -8,6 +8,7 @@ import { makeId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.
 import type { QuestionInput } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
 import { Outbox } from "../Events/OutboxRepo.js"
+import { invalidRequestOf } from "../Http/Issues.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { type DatabaseError, Transactions } from "../Sql/Transactions.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
@@ -36,8 +37,7 @@ type ChangeError = InvalidRequest | NotFound | PreconditionFailed | VersionMoved
 
 const invalid = (message: string, issues: ReadonlyArray<Issue>) => new InvalidRequest({ message, issues })
 
-const invalidQuestions = (issues: ReadonlyArray<Issue>) =>
-  invalid(`Invalid \`${issues[0]?.path ?? "questions"}\`: ${issues[0]?.message ?? "invalid questions"}`, issues)
+const invalidQuestions = (issues: ReadonlyArray<Issue>) => invalidRequestOf(issues)
 
 const stale = () =>
   new PreconditionFailed({

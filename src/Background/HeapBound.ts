@@ -12,10 +12,12 @@ export interface Heap {
 
 /**
  * The heap's size as JavaScriptCore last measured it (`process.memoryUsage().heapUsed`, which
- * changes at each collection, young-generation ones included). Measured shortcut
- * (docs/architecture.md#heap-bound): `heapSize()` of `bun:jsc` counts the heap anew on each call,
- * which took 0.2 ms on a quiet 80 MB heap and up to 1.7 ms under load: 2–3 % of the serving
- * process's CPU profile at ten calls a second. The two differ by at most one collection.
+ * changes at each collection, young-generation ones included).
+ *
+ * Measured shortcut: this reading skips `heapSize()` of `bun:jsc`, which counts the heap anew on
+ * each call. Under load collections come many times a second, so the two differ by at most one
+ * collection (test/HeapBound.test.ts). Measurement: docs/performance.md#measured-shortcuts, "Heap
+ * bound".
  */
 const heapUsed = () => process.memoryUsage().heapUsed
 
@@ -55,14 +57,17 @@ export const limitAfter = (kept: number, settings: { readonly growth: number; re
 
 /**
  * Keeps the serving process's JavaScript heap within `growth` × what a full collection keeps (and
- * at least `floor`). Left to its own heuristics, JavaScriptCore lets a busy server's heap reach
- * three to four times that before it runs a full collection: the garbage of the requests in flight
- * at each young-generation collection is promoted and piles up in the old generation. Every
- * `every` this reads the heap's size as of its last collection and, past the limit, runs a full collection.
- * That collection is synchronous: the process pauses for it (about 25 ms of CPU at the service's
- * live size of 17 MB). So that the pauses cannot take more than `share` of the process's time
- * (on a machine short of CPU a pause lasts longer), the next one waits `pause / share`; in
- * between, JavaScriptCore's own collections still run (docs/architecture.md#heap-bound).
+ * at least `floor`). Every `every` this reads the heap's size as of its last collection and, past
+ * the limit, runs a full collection. That collection is synchronous: the process pauses for it.
+ * So that the pauses cannot take more than `share` of the process's time (on a machine short of
+ * CPU a pause lasts longer), the next one waits `pause / share`; in between, JavaScriptCore's own
+ * collections still run (docs/architecture.md#heap-bound).
+ *
+ * Measured shortcut: full collections forced past the bound, skipping JavaScriptCore's own
+ * heuristics, which let a busy server's heap run far past its live size before a full collection
+ * (the garbage of the requests in flight at each young-generation collection is promoted and piles
+ * up in the old generation). test/HeapBound.test.ts holds the bound and the pauses' share.
+ * Measurement: docs/performance.md#measured-shortcuts, "Heap bound".
  */
 export const HeapBoundLive = Layer.scopedDiscard(
   Effect.gen(function*() {

@@ -1,9 +1,15 @@
 import { Schema } from "effect"
+import { boundedInt, boundedString } from "../Domain/Bounds.js"
 import { StoredQuestionType } from "../Domain/Question.js"
-import { SurveyStatus } from "../Domain/Survey.js"
+import { MAX_EXTERNAL_USER_ID_LENGTH, MAX_TEXT_LENGTH, MAX_VALUES } from "../Domain/Response.js"
+import { MAX_DESCRIPTION_LENGTH, MAX_TITLE_LENGTH, SurveyStatus } from "../Domain/Survey.js"
 import { IsoInstant } from "../Domain/Time.js"
 
-/** The fixture file of `import FILE` (decisions §10). Every array is optional. */
+/**
+ * The fixture file of `import FILE` (decisions §10). Every array is optional. Texts and positions
+ * are held to the bounds the API declares for them, so that every stored survey and answer reads
+ * back within its declared schema.
+ */
 const Id = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128))
 
 export const FixturePlan = Schema.Struct({
@@ -23,7 +29,7 @@ export const FixtureQuestion = Schema.Struct({
   label: Schema.String,
   required: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   allowMultiple: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  order: Schema.Int,
+  order: boundedInt(-(2 ** 31), 2 ** 31 - 1),
   options: Schema.optionalWith(Schema.Array(FixtureOption), { default: () => [] }),
   /** Presentation details for the respondent page, such as a heatmap's image URL. */
   settings: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
@@ -34,8 +40,8 @@ export const FixtureQuestion = Schema.Struct({
 export const FixtureSurvey = Schema.Struct({
   id: Id,
   workspaceId: Id,
-  title: Schema.String,
-  description: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  title: boundedString(MAX_TITLE_LENGTH),
+  description: Schema.optionalWith(Schema.NullOr(boundedString(MAX_DESCRIPTION_LENGTH)), { default: () => null }),
   status: SurveyStatus,
   trashed: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   createdAt: IsoInstant,
@@ -46,13 +52,16 @@ export const FixtureSurvey = Schema.Struct({
 export const FixtureResponse = Schema.Struct({
   id: Id,
   surveyId: Id,
-  externalUserId: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.maxLength(256))), {
+  externalUserId: Schema.optionalWith(Schema.NullOr(boundedString(MAX_EXTERNAL_USER_ID_LENGTH)), {
     default: () => null
   }),
   createdAt: IsoInstant,
   completedAt: Schema.optionalWith(Schema.NullOr(IsoInstant), { default: () => null }),
   answers: Schema.optionalWith(
-    Schema.Array(Schema.Struct({ questionId: Id, values: Schema.Array(Schema.String) })),
+    Schema.Array(Schema.Struct({
+      questionId: Id,
+      values: Schema.Array(boundedString(MAX_TEXT_LENGTH)).pipe(Schema.maxItems(MAX_VALUES))
+    })),
     { default: () => [] }
   )
 })

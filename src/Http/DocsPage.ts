@@ -39,12 +39,14 @@ export const docsPageHeld = { gzippedBytes: 0, builds: 0 }
 
 /**
  * `GET /docs`: the OpenAPI document rendered by Scalar's API reference, the page
- * `HttpApiScalar.layer` serves, with its script inline. That layer renders the page once and
- * keeps it, beside the module's own copy of the 3.4 MB script and its source: about 20 MB of the
- * service's memory for a page that is rarely opened. Here the script stays in its file until the
- * page is first asked for; the page is then built once and kept gzipped only (0.9 MB of 3.3 MB),
+ * `HttpApiScalar.layer` serves, with its script inline.
+ *
+ * Measured shortcut: that layer renders the page once and keeps it, beside the module's own copy
+ * of the large script and its source, for a page that is rarely opened. Here the script stays in
+ * its file until the page is first asked for; the page is then built once and kept gzipped only,
  * sent as it is to clients that take gzip and unpacked as it streams for the others, so an
- * unauthenticated request costs neither a rebuild nor a second full copy.
+ * unauthenticated request costs neither a rebuild nor a second full copy (test/DocsPage.test.ts).
+ * Measurement: docs/performance.md#measured-shortcuts, "The `/docs` page kept gzipped".
  */
 export const DocsPageLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
@@ -77,7 +79,7 @@ export const DocsPageLive = HttpApiBuilder.Router.use((router) =>
       Effect.promise(() => Bun.file(scalarModule).text()).pipe(
         Effect.flatMap(scriptOf),
         Effect.orDie,
-        // Off the event loop: about half a second of CPU for the 3.3 MB page.
+        // Off the event loop: gzipping the whole page is far too long for one turn of it.
         Effect.flatMap((script) => Effect.promise(() => gzipped(head + script + tail))),
         Effect.tap((packed) => {
           docsPageHeld.gzippedBytes = packed.byteLength

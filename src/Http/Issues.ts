@@ -124,11 +124,29 @@ export const wordIssues = (raw: ReadonlyArray<RawIssue>): ReadonlyArray<Issue> =
   return issues
 }
 
+const isIndex = /^\d+$/
+
+/** Paths in document order: segment by segment, list positions as numbers (`questions.2` before `questions.10`). */
+const byPath = (a: Issue, b: Issue): number => {
+  const left = a.path === "" ? [] : a.path.split(".")
+  const right = b.path === "" ? [] : b.path.split(".")
+  for (let i = 0; i < Math.min(left.length, right.length); i++) {
+    const x = left[i] ?? ""
+    const y = right[i] ?? ""
+    if (x === y) continue
+    if (isIndex.test(x) && isIndex.test(y)) return Number(x) - Number(y)
+    return x < y ? -1 : 1
+  }
+  return left.length - right.length
+}
+
 /**
- * The `invalid_request` of a body's problems: every issue up to the cap, the message naming the
- * first and how many there are.
+ * The `invalid_request` of a body's problems: every issue up to the cap, ordered by path, the
+ * message naming the first and how many there are.
  */
-export const invalidRequestOf = (all: ReadonlyArray<Issue>): InvalidRequest => {
+export const invalidRequestOf = (found: ReadonlyArray<Issue>): InvalidRequest => {
+  // A stable sort: the problems of one path stay in the order they were found.
+  const all = [...found].sort(byPath)
   const issues = all.slice(0, MAX_ISSUES)
   const first = issues[0]
   if (first === undefined) return new InvalidRequest({ message: "The request is malformed.", issues })

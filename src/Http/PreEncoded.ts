@@ -3,10 +3,13 @@ import type { Schema } from "effect"
 
 /**
  * A 200 answer whose body is already in the wire form of `schema`, the endpoint's declared
- * success. Handlers that build the wire form straight from database rows return this, so the
- * framework does not decode-validate-re-encode every item of a large, already valid result.
- * The declared schema still documents the endpoint (OpenAPI, typed clients) and types the body;
- * tests check that the two forms agree byte for byte.
+ * success.
+ *
+ * Measured shortcut: handlers that build the wire form straight from database rows return this,
+ * skipping the framework's decoding, validation and re-encoding of every item of a large, already
+ * valid result. The declared schema still documents the endpoint (OpenAPI, typed clients) and
+ * types the body; test/WireEncoding.test.ts checks that the two forms agree byte for byte.
+ * Measurement: docs/performance.md#measured-shortcuts, "Pre-encoded bodies".
  */
 export const preEncoded = <S extends Schema.Schema.Any>(
   _schema: S,

@@ -159,7 +159,7 @@ export const bunServerLayer = (options: BunHttpServer.ServeOptions<{}>) =>
 
 /**
  * `OPTIONS` on the APIs: the answer to a browser's CORS preflight. The APIs are server-to-server
- * and grant no cross-origin access (docs/api.md#cors): 403 with the documented body and no
+ * and grant no cross-origin access (docs/api.md#cross-origin-requests-cors): 403 with the documented body and no
  * `Access-Control-*` header, so a page on another origin is refused before its request is sent.
  */
 export const PreflightLive = HttpApiBuilder.Router.use((router) => {

@@ -1,4 +1,9 @@
-// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Questions.test.ts and test/WireEncoding.test.ts.
+/**
+ * Measured shortcut: the list handler is a chain of effects, skipping a generator per request, and
+ * the answers are pre-encoded (`preEncoded`), skipping the Schema encoding of the declared success.
+ * The bytes equal that encoding (test/WireEncoding.test.ts, test/Questions.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Chains of effects" and "Pre-encoded bodies".
+ */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
@@ -15,7 +20,7 @@ export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =
     const access = yield* SurveyAccess
     const questions = yield* QuestionRepo
     const surveys = yield* SurveyRepo
-    // A chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
+    // A chain of effects, not a generator: the measured shortcut of this file's header.
     return handlers.handle("list", ({ path }) =>
       Effect.zipWith(
         access.require(path.id),

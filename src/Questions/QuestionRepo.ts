@@ -1,4 +1,11 @@
-// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Questions.test.ts.
+/**
+ * Measured shortcut: questions are read as typed value rows (`rowShape`) on the `Reader`, their
+ * options checked by a guard (`parseStoredOptions`), and built straight into their wire form,
+ * skipping a Schema decode per row and a row class per item. A cell of the wrong type stops the
+ * read with its column's name, and the wire form equals the declared schema's encoding
+ * (test/Reader.test.ts, test/WireEncoding.test.ts, test/Questions.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Row readers compiled once" and "Pre-encoded bodies".
+ */
 import { Data, Effect, Schema } from "effect"
 import { parseStoredOptions, Question, QuestionOption, QuestionType, StoredQuestionType } from "../Domain/Question.js"
 import { type SurveyId, surveyId } from "../Domain/Ids.js"

@@ -11,11 +11,14 @@ import { RateLimiter } from "./RateLimiter.js"
 export const UsageLive = HttpApiBuilder.group(Api, "usage", (handlers) =>
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
-    // A chain of effects, not a generator (docs/architecture.md#chains-of-effects-not-generators),
-    // answering its wire form (docs/architecture.md#pre-encoded-bodies): the numbers are the key's
-    // plan's and the stored count, integers already.
-    // The answer shows the day's count only: reading the month and the burst window as well
-    // would cost a sum over every request of the window (docs/performance.md, `/usage`).
+    /**
+     * Measured shortcut: a chain of effects answering its wire form (`preEncoded`: the numbers are
+     * the key's plan's and the stored count, integers already), skipping a generator per request
+     * and the Schema encoding; and the day's count only, skipping the sums over every request of
+     * the month and of the burst window, which the answer does not show (test/Quota.test.ts,
+     * test/WireEncoding.test.ts). Measurement: docs/performance.md#measured-shortcuts, "Chains of
+     * effects", "Pre-encoded bodies" and "`/usage` from the day's count".
+     */
     return handlers.handle("get", () =>
       Effect.flatMap(Effect.zip(CurrentKey, Clock.currentTimeMillis), ([key, now]) =>
         Effect.map(limiter.usedToday(key, now), (usedToday) => preEncoded(Usage, {

@@ -95,12 +95,15 @@ const openCounters = (busyTimeoutMs: number) =>
   })
 
 /**
- * The counters on SQLite, in the quota file beside the service's file (src/Quota/QuotaFileSql.ts),
- * so that the quota's commits neither take the main file's write lock nor drop its readers' cached
- * pages. Raw `bun:sqlite`, the one place the service's client cannot serve: a connection of the
- * store's own whose transaction runs start to end in one synchronous call (prepared statements
- * without the client's per-statement machinery, 50–150 µs each on this stack where these cost a
- * few; no other fiber of this process can find the write lock held halfway).
+ * The counters on SQLite, in the quota file beside the service's file (src/Quota/QuotaFileSql.ts).
+ *
+ * Measured shortcut: the quota's commits go to a file of their own, skipping the main file's write
+ * lock and leaving its readers' cached pages alone, through raw `bun:sqlite`, the one place the
+ * service's client cannot serve: a connection of the store's own whose transaction runs start to
+ * end in one synchronous call of prepared statements, skipping the client's per-statement
+ * machinery. No other fiber of this process can find the write lock held halfway
+ * (test/QuotaFile.test.ts, test/Quota.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "The quota file".
  */
 export const makeQuotaFileStore = (busyTimeoutMs: number) =>
   Effect.gen(function*() {

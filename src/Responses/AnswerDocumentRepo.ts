@@ -1,4 +1,3 @@
-// Stored renderings of answers: `bun run bench:read` measures them, test/AnswerDocuments.test.ts guards them (docs/architecture.md#measured-shortcuts).
 import type { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { AnswerColumns, type AnswerRow, answersOfResponsesIn } from "./AnswerSql.js"
@@ -21,6 +20,11 @@ import { answersByResponse, answersJson } from "./AnswerWire.js"
  * The `answers` table stays the record of what was answered (analytics, the CSV export and
  * `GET /responses/{id}` read it); `answers_json` is a copy of the same answer text in the
  * response's own row, gone when the row is deleted.
+ *
+ * Measured shortcut: a page reads each response's stored rendering, skipping the gathering of its
+ * answer rows. The layout tag and the triggers above keep a stale rendering from being served
+ * (test/AnswerDocuments.test.ts). Measurement: docs/performance.md#measured-shortcuts, "Stored
+ * renderings of answers".
  */
 
 const isValues = Schema.is(Schema.Array(Schema.String))

@@ -1,9 +1,13 @@
-// Answers as JSON text by concatenation: `bun run bench:read` measures it, test/WireEncoding.test.ts guards it (docs/architecture.md#measured-shortcuts).
 /**
  * The wire form of a response's answers (api-v1 `Answer`), from stored answer rows and the
  * survey's questions as they are now. Plain functions with no imports, shared by the read path,
  * the writers that store each response's rendered answers (`responses.answers_json`, see
  * src/Responses/AnswerDocumentRepo.ts) and the benchmark scripts.
+ *
+ * Measured shortcut: answers become JSON text by concatenation, skipping the Schema encoding of
+ * each answer and the `JSON.stringify` of the result. The text equals the declared schema's
+ * encoding, checked by a property test against `assemble` (test/WireEncoding.test.ts).
+ * Measurement: docs/performance.md#measured-shortcuts, "Pre-encoded bodies".
  */
 
 /** A stored answer beside its question's current state (null type: deleted, a section, or unknown). */

@@ -1,4 +1,11 @@
-// Measured shortcut (docs/architecture.md#measured-shortcuts): `bun run bench:completions`; guarded by test/SyncRace.test.ts, test/PgRaces.test.ts, test/PgPool.test.ts and test/Sync.test.ts.
+/**
+ * Measured shortcut: on PostgreSQL a save's stamp is one statement (the survey's clock row, the
+ * response's stamps and rendering, the change row), run after the save's other writes, skipping a
+ * round trip per write while the survey's clock row is locked. The row lock keeps a survey's
+ * instants in commit order (test/SyncRace.test.ts, test/PgRaces.test.ts, test/PgPool.test.ts,
+ * test/Sync.test.ts). Measurement: docs/performance.md#measured-shortcuts, "The stamp in one
+ * statement".
+ */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { toIso } from "../Domain/Time.js"

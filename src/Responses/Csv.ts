@@ -1,4 +1,3 @@
-// The CSV export's stream and its collections: `bun run bench:csv` measures them, test/Csv.test.ts guards them (docs/architecture.md#measured-shortcuts).
 import { HttpServerResponse } from "@effect/platform"
 import { edenGC } from "bun:jsc"
 import { Chunk, Effect, Option, Stream } from "effect"
@@ -13,7 +12,12 @@ import { attachmentDisposition, csvLine, headerOf } from "./CsvText.js"
 
 /**
  * CSV text after which the export collects its garbage: a young-generation collection, and a
- * full one every eighth time (docs/architecture.md#measured-shortcuts).
+ * full one every eighth time.
+ *
+ * Measured shortcut: the export collects its own garbage, skipping JavaScriptCore's heuristics,
+ * which size the heap to the machine's memory and let an export's written pages pile up. A
+ * collection changes no byte of the export (test/Csv.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Collections during the CSV export".
  */
 const collectAfterBytes = 1024 * 1024
 const fullCollectionEvery = 8

@@ -1,4 +1,3 @@
-// The CSV export's page reads: `bun run bench:csv` measures them, test/Csv.test.ts and test/TypedReads.test.ts guard them (docs/architecture.md#measured-shortcuts).
 import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.js"
 import type { ResponseStatusFilter } from "../Domain/Response.js"
@@ -63,7 +62,11 @@ export class CsvExportRepo extends Effect.Service<CsvExportRepo>()("Responses/Cs
 
     /**
      * The pages of one export in `createdAt, id` order, `pageSize` rows each, as CSV lines.
-     * Positional rows (`.values`, typed cell reads): a page of 1000 rows builds no object per row.
+     *
+     * Measured shortcut: positional rows (`.values`, typed cell reads), skipping an object and a
+     * Schema decode per row of a page. Each read names its column when a cell holds something
+     * else (test/TypedReads.test.ts), and the lines are the export's format (test/Csv.test.ts).
+     * Measurement: docs/performance.md#measured-shortcuts, "Row readers compiled once".
      */
     const pagesOf = (req: CsvExport) => {
       const textCell = req.questions.map((q) => isTextCell(q.type))

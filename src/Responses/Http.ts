@@ -1,4 +1,9 @@
-// The responses' handlers; the list is pre-encoded: `bun run bench:read` measures it, test/WireEncoding.test.ts guards it (docs/architecture.md#measured-shortcuts).
+/**
+ * Measured shortcut: the responses list is a chain of effects, skipping a generator per request,
+ * and answers JSON text assembled from the stored renderings (`preEncodedJson`), skipping the
+ * Schema encoding of the page. The text equals that encoding (test/WireEncoding.test.ts).
+ * Measurement: docs/performance.md#measured-shortcuts, "Chains of effects" and "Pre-encoded bodies".
+ */
 import { HttpApiBuilder, type HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
@@ -64,7 +69,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
     return handlers
       .handle("exportCsv", ({ path, urlParams }) =>
         Effect.zipRight(filtered(path.id, urlParams), exportCsv(path.id, urlParams)))
-      // A chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
+      // A chain of effects, not a generator: the measured shortcut of this file's header.
       .handle("list", ({ path, urlParams }) =>
         Effect.flatMap(filtered(path.id, urlParams), (): Listed => {
           if (isCsvList(urlParams)) return exportCsv(path.id, urlParams)

@@ -1,4 +1,11 @@
-// The responses' reads, written out pre-encoded: `bun run bench:read` measures them, test/WireEncoding.test.ts and test/QueryPlans.test.ts guard them (docs/architecture.md#measured-shortcuts).
+/**
+ * Measured shortcut: a page of responses is one range read of the clustered table, each row's
+ * stored rendering of its answers written out as JSON text, skipping the answer rows and a Schema
+ * decode and encode per response. A rendering is used only while current for the survey's
+ * questions (src/Responses/AnswerDocumentRepo.ts), the text equals the declared schema's encoding
+ * (test/WireEncoding.test.ts), and test/QueryPlans.test.ts checks the range read. Measurement:
+ * docs/performance.md#measured-shortcuts, "Stored renderings of answers" and "Pre-encoded bodies".
+ */
 import type { SqlError } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"

@@ -1,10 +1,14 @@
 /**
- * Reads of rows fetched with `.values` (arrays in column order, no name transform), for read
- * paths where a Schema decode per row costs more than the query itself. A row shape
+ * Reads of rows fetched with `.values` (arrays in column order, no name transform). A row shape
  * (`rowShape`) declares each field once with its column: the declaration gives the `SELECT`
  * list and the typed reads, so that the two cannot drift apart. Each read checks the value's
  * type; a mismatch means the table no longer has the shape the query expects, a defect reported
  * with the column's name.
+ *
+ * Measured shortcut: typed cell reads, each shape's whole-row reader compiled once, skipping a
+ * Schema decode per row on read paths where it cost more than the query itself. A cell of the
+ * wrong type stops the read with its column's name (test/TypedReads.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Row readers compiled once".
  */
 export type Row = ReadonlyArray<unknown>
 

@@ -1,4 +1,9 @@
-// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Surveys.test.ts and test/WireEncoding.test.ts.
+/**
+ * Measured shortcut: the list handler is a chain of effects, skipping a generator per request, and
+ * the answers are pre-encoded (`preEncoded`), skipping the Schema encoding of the declared success.
+ * The bytes equal that encoding (test/WireEncoding.test.ts, test/Surveys.test.ts). Measurement:
+ * docs/performance.md#measured-shortcuts, "Chains of effects" and "Pre-encoded bodies".
+ */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
@@ -16,7 +21,7 @@ export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
     const repo = yield* SurveyRepo
     const access = yield* SurveyAccess
     return handlers
-      // A chain of effects, not a generator (docs/architecture.md#measured-shortcuts).
+      // A chain of effects, not a generator: the measured shortcut of this file's header.
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(CurrentKey, (key) => {
           const limit = urlParams.limit ?? 25

@@ -1,4 +1,11 @@
-// Measured shortcuts (docs/architecture.md#measured-shortcuts): `bun run bench:read`; guarded by test/Reader.test.ts, test/WireEncoding.test.ts and test/Surveys.test.ts.
+/**
+ * Measured shortcut: surveys are read as typed value rows (`rowShape`) on the `Reader` and built
+ * straight into their wire form, skipping a Schema decode per row and a row class per item. A cell
+ * of the wrong type stops the read with its column's name, and the wire form equals the declared
+ * schema's encoding (test/Reader.test.ts, test/WireEncoding.test.ts, test/Surveys.test.ts).
+ * Measurement: docs/performance.md#measured-shortcuts, "Row readers compiled once" and
+ * "Pre-encoded bodies".
+ */
 import { SqlClient } from "@effect/sql"
 import { Data, Effect, Option } from "effect"
 import type { Position } from "../Domain/Cursor.js"

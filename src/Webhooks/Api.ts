@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi, OpenApiJsonSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../Auth/Authorization.js"
 import { WriteAccess } from "../Auth/WriteAccess.js"
@@ -68,7 +68,9 @@ export const WebhookTarget = Schema.Struct({
 
 /** The optional body of a rotation (v1-extensions §X5.2); a field it does not name is refused. */
 export const SecretRotation = Schema.Struct({
-  secret: Schema.optional(SigningSecret)
+  secret: Schema.optional(SigningSecret).annotations({
+    description: "`whsec_` + standard base64 of 24 to 64 random bytes."
+  })
 }).annotations({ identifier: "WebhookSecretRotation", parseOptions: { onExcessProperty: "error", errors: "all" } })
 
 /** The answer of a rotation: with a PUT's, the only place a signing secret ever appears. */
@@ -84,31 +86,25 @@ export const SecretRotated = Schema.Struct({
 const rotateDescription =
   "Replaces the signing secret with the one given (`whsec_` + base64 of 24 to 64 bytes) or, without a body, a new random one. For 24 hours every attempt also carries a signature with each replaced secret (at most the five most recent), newest first, so that receivers holding either secret verify. 400 when no enabled webhook is configured."
 
-// The body is optional, which the payload decoding of an endpoint cannot express: it is read by
-// the handler and documented here.
+/**
+ * The rotation's body is optional, which an endpoint's payload cannot say (its decoding refuses
+ * an empty body): the handler reads it, and the document takes its schema from `SecretRotation`.
+ */
 const rotateDocs = (summary: string) =>
-  OpenApi.annotations({ summary, description: rotateDescription, override: rotateBody })
-
-const rotateBody = {
-  requestBody: {
-      required: false,
-      content: {
-        "application/json": {
-          schema: {
-            type: "object",
-            properties: {
-              secret: {
-                type: "string",
-                maxLength: MAX_SIGNING_SECRET_LENGTH,
-                description: "`whsec_` + standard base64 of 24 to 64 random bytes."
-              }
-            },
-            additionalProperties: false
+  OpenApi.annotations({
+    summary,
+    description: rotateDescription,
+    override: {
+      requestBody: {
+        required: false,
+        content: {
+          "application/json": {
+            schema: OpenApiJsonSchema.makeWithDefs(SecretRotation, { defs: {}, topLevelReferenceStrategy: "skip" })
           }
         }
       }
-  }
-}
+    }
+  })
 
 /** One delivery attempt (api-v1 §2.7); never the payload. */
 export const DeliveryAttempt = Schema.Struct({

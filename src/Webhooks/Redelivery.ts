@@ -1,6 +1,7 @@
 import { Duration, Effect } from "effect"
 import type { WebhookId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
+import { Transactions } from "../Sql/Transactions.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 import { type EventKey, RedeliveryRepo, type StoredEvent, type WebhookScope } from "./RedeliveryRepo.js"
 
@@ -14,6 +15,7 @@ const maxSteps = 1_000_000
 export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redelivery", {
   effect: Effect.gen(function*() {
     const repo = yield* RedeliveryRepo
+    const transactions = yield* Transactions
 
     /** The event of this scope with that id, when it is at most 30 days old at `now`. */
     const event = Effect.fn("Redelivery.event")(function*(scope: WebhookScope, eventId: string, now: number) {
@@ -69,7 +71,8 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
       for (let step = 0; step < maxSteps; step++) {
         const seqs = yield* repo.expiredEvents(cutoff, batch)
         if (seqs.length === 0) break
-        yield* repo.deleteEvents(seqs)
+        // The deliveries and their events go together or not at all.
+        yield* transactions.within(repo.deleteEvents(seqs)).pipe(Effect.orDie)
         purged += seqs.length
       }
       return purged

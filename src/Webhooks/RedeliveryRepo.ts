@@ -24,7 +24,7 @@ const QueuedRow = Schema.Struct({ id: Schema.Number })
  * per event and webhook; queuing again restarts that row from its first attempt unless it is still
  * pending or an attempt of it is in flight (its webhook was switched off meanwhile), in one
  * conditional upsert, so two concurrent calls never queue an event twice. SQL failures are
- * defects here.
+ * defects here, but for the deletion of events, which runs in the caller's transaction.
  */
 export class RedeliveryRepo extends Effect.Service<RedeliveryRepo>()("Webhooks/RedeliveryRepo", {
   effect: Effect.gen(function*() {
@@ -157,12 +157,12 @@ export class RedeliveryRepo extends Effect.Service<RedeliveryRepo>()("Webhooks/R
     const expiredEvents = (cutoff: string, limit: number) =>
       expired({ cutoff, limit }).pipe(Effect.map((rows) => rows.map((row) => row.seq)), Effect.orDie)
 
-    /** Deletes events with their deliveries, in one transaction. */
+    /** Deletes events with their deliveries; inside the caller's transaction, which a failure of the database is left to. */
     const deleteEvents = (seqs: ReadonlyArray<number>) =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* sql`DELETE FROM deliveries WHERE event_seq IN ${sql.in(seqs)}`
-        yield* sql`DELETE FROM events WHERE seq IN ${sql.in(seqs)}`
-      })).pipe(Effect.orDie)
+      Effect.zipRight(
+        sql`DELETE FROM deliveries WHERE event_seq IN ${sql.in(seqs)}`,
+        sql`DELETE FROM events WHERE seq IN ${sql.in(seqs)}`
+      ).pipe(Effect.asVoid)
 
     return { event, redeliver, eventsAfter, recoverEvents, expiredEvents, deleteEvents } as const
   })

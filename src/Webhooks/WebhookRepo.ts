@@ -2,11 +2,11 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Duration, Effect, Option, Schema } from "effect"
 import { makeId, SurveyId, WebhookId, webhookId as asWebhookId, WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { afterRotation, DisabledReason, type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
+import { DisabledReason, type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { inBatches } from "../Sql/Transactions.js"
-import { firstFree, intervalMillis } from "./Rate.js"
+import type { WebhookScope } from "./RedeliveryRepo.js"
 import { expiredSecretsPurge } from "./SecretPurgeSql.js"
 
 /** A configured endpoint as stored: `disabledReason` is null while it is enabled. */
@@ -20,6 +20,8 @@ const WebhookRow = Schema.Struct({
   maxAttemptsPerSecond: Schema.NullOr(Schema.Number),
   disabledReason: Schema.NullOr(DisabledReason)
 })
+/** A webhook's row: its secrets and state, without its event types. */
+export type StoredWebhook = typeof WebhookRow.Type
 
 /** A configured endpoint, survey-scoped or workspace-wide (`surveyId` null), with the event types it receives in catalogue order. */
 export interface Webhook {
@@ -82,7 +84,11 @@ const Scope = Schema.Struct({ workspaceId: WorkspaceId, surveyId: Schema.NullOr(
 const HealthRow = Schema.Struct({ disabledReason: Schema.NullOr(DisabledReason) })
 const SlotRow = Schema.Struct({ nextSlotAt: Schema.Number })
 
-/** Webhook settings and the attempt log. SQL failures are defects here. */
+/**
+ * The statements of webhook settings and the attempt log. The writes of settings run inside the
+ * caller's transaction (src/Webhooks/Webhooks.ts) and leave a failure of the database to it; the
+ * reads and the purges run on their own, a failure of the database a defect.
+ */
 export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/WebhookRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -125,145 +131,113 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     })
 
     /**
-     * Makes the other writers of a scope's webhook wait for this transaction: SQLite runs one write
-     * transaction at a time anyway; PostgreSQL runs them side by side, and two first PUTs of one
-     * scope would both find no webhook and both insert one. A transaction-scoped advisory lock on
-     * the scope's name serialises them there.
+     * Makes the other writers of a scope's webhook wait for the caller's transaction: SQLite runs
+     * one write transaction at a time anyway; PostgreSQL runs them side by side, and two first PUTs
+     * of one scope would both find no webhook and both insert one. A transaction-scoped advisory
+     * lock on the scope's name serialises them there.
      */
     const lockScope = dialect.choose({
-      pg: () => (scope: typeof Scope.Type) =>
+      pg: () => (scope: WebhookScope) =>
         sql`SELECT pg_advisory_xact_lock(hashtext(${`webhook:${scope.workspaceId}:${scope.surveyId ?? ""}`}))`.pipe(
           Effect.asVoid
         ),
-      sqlite: () => (_scope: typeof Scope.Type) => Effect.void
+      sqlite: () => (_scope: WebhookScope) => Effect.void
     })
 
+    /** The scope's webhook as stored, without its event types; none when the scope has none. */
+    const stored = (scope: WebhookScope) =>
+      findScope({ workspaceId: scope.workspaceId, surveyId: scope.surveyId }).pipe(
+        Effect.catchTag("ParseError", Effect.die)
+      )
+
     /**
-     * Registers or replaces the endpoint of a scope with a new secret, the event types it
-     * receives and its rate. A disabled webhook is enabled again, with a clean record of failures;
-     * secrets replaced by rotations are no longer honoured.
+     * Points an existing webhook at a new target with a new secret and rate, enabled, with a clean
+     * record of failures and no replaced secrets; its event types are cleared for `setEventTypes`.
      */
-    const put = Effect.fn("WebhookRepo.put")(
-      function*(input: {
-        workspaceId: WorkspaceId
-        surveyId: SurveyId | null
-        targetUrl: string
-        secret: string
-        events: ReadonlyArray<SubscribableEventType>
-        /** Null or omitted: no limit. */
-        maxAttemptsPerSecond?: number | null
-        now: number
-      }) {
+    const replace = (input: {
+      readonly id: WebhookId
+      readonly targetUrl: string
+      readonly secret: string
+      readonly maxAttemptsPerSecond: number | null
+      readonly now: number
+    }) =>
+      Effect.zipRight(
+        sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, previous_secrets = '[]',
+              max_attempts_per_second = ${input.maxAttemptsPerSecond}, updated_at = ${toIso(input.now)},
+              disabled_reason = NULL, failing_since = NULL
+            WHERE id = ${input.id}`,
+        sql`DELETE FROM webhook_event_types WHERE webhook_id = ${input.id}`
+      ).pipe(Effect.asVoid)
+
+    /**
+     * Inserts a scope's first webhook; answers its id. The webhook receives the events committed
+     * after it: those already committed predate it. PostgreSQL numbers an event at insert, not at
+     * commit, so one still being written may hold a number below the highest committed one. The
+     * insert waits for the transactions still writing events and holds new ones back until the
+     * caller's transaction commits (as the fan-out's settled read does, src/Sql/Dialect.ts
+     * settledSeq): then every event numbered up to the highest one has committed before the
+     * webhook, and every later one commits after it with a higher number. Registrations are rare
+     * and their transaction short: the lock stays to its end.
+     */
+    const insert = (input: {
+      readonly scope: WebhookScope
+      readonly targetUrl: string
+      readonly secret: string
+      readonly maxAttemptsPerSecond: number | null
+      readonly now: number
+    }) =>
+      Effect.gen(function*() {
+        const id = asWebhookId(makeId("whk"))
         const now = toIso(input.now)
-        yield* lockScope(input)
-        const existing = yield* findScope(input)
-        let id: WebhookId
-        if (Option.isSome(existing)) {
-          id = existing.value.id
-          yield* sql`UPDATE webhooks SET target_url = ${input.targetUrl}, secret = ${input.secret}, previous_secrets = '[]',
-                       max_attempts_per_second = ${input.maxAttemptsPerSecond ?? null}, updated_at = ${now},
-                       disabled_reason = NULL, failing_since = NULL
-                     WHERE id = ${id}`
-          yield* sql`DELETE FROM webhook_event_types WHERE webhook_id = ${id}`
-        } else {
-          id = asWebhookId(makeId("whk"))
-          // The webhook receives the events committed after it: those already committed predate it.
-          // PostgreSQL numbers an event at insert, not at commit, so one still being written may hold
-          // a number below the highest committed one. The registration waits for the transactions
-          // still writing events and holds new ones back until it commits (as the fan-out's settled
-          // read does, src/Sql/Dialect.ts settledSeq): then every event numbered up to the highest one
-          // has committed before the webhook, and every later one commits after it with a higher
-          // number. Registrations are rare and their transaction short: the lock stays to its end.
-          yield* dialect.holdLogWriters("events")
-          yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, max_attempts_per_second, since_seq,
-                                           created_at, updated_at)
-                     SELECT ${id}, ${input.workspaceId}, ${input.surveyId}, ${input.targetUrl}, ${input.secret},
-                            ${input.maxAttemptsPerSecond ?? null}, COALESCE(MAX(seq), 0), ${now}, ${now} FROM events`
-        }
-        yield* sql`INSERT INTO webhook_event_types ${
-          sql.insert(input.events.map((eventType) => ({ webhookId: id, eventType })))
-        }`
-      },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
-    )
+        yield* dialect.holdLogWriters("events")
+        yield* sql`INSERT INTO webhooks (id, workspace_id, survey_id, target_url, secret, max_attempts_per_second, since_seq,
+                                         created_at, updated_at)
+                   SELECT ${id}, ${input.scope.workspaceId}, ${input.scope.surveyId}, ${input.targetUrl}, ${input.secret},
+                          ${input.maxAttemptsPerSecond}, COALESCE(MAX(seq), 0), ${now}, ${now} FROM events`
+        return id
+      })
 
-    /**
-     * Replaces the signing secret of a scope's enabled webhook; the replaced one stays honoured
-     * for 24 hours (v1-extensions §X5.2). Answers the replaced secrets as they now stand, none
-     * when the scope has no enabled webhook.
-     */
-    const rotate = Effect.fn("WebhookRepo.rotate")(
-      function*(input: { workspaceId: WorkspaceId; surveyId: SurveyId | null; secret: string; now: number }) {
-        yield* lockScope(input)
-        const existing = yield* findScope(input)
-        if (Option.isNone(existing) || existing.value.disabledReason !== null) return Option.none<ReadonlyArray<PreviousSecret>>()
-        const previous = afterRotation(existing.value.secret, existing.value.previousSecrets, input.now)
-        yield* sql`UPDATE webhooks SET secret = ${input.secret}, previous_secrets = ${JSON.stringify(previous)},
-                     updated_at = ${toIso(input.now)}
-                   WHERE id = ${existing.value.id}`
-        return Option.some(previous)
-      },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
-    )
+    /** Stores the event types a webhook receives (after `insert`, or `replace` cleared them). */
+    const setEventTypes = (id: WebhookId, events: ReadonlyArray<SubscribableEventType>) =>
+      sql`INSERT INTO webhook_event_types ${sql.insert(events.map((eventType) => ({ webhookId: id, eventType })))}`.pipe(
+        Effect.asVoid
+      )
 
-    const readSlot = SqlSchema.findAll({
+    /** Stores a webhook's signing secret and the replaced ones still honoured. */
+    const setSecret = (id: WebhookId, secret: string, previous: ReadonlyArray<PreviousSecret>, now: number) =>
+      sql`UPDATE webhooks SET secret = ${secret}, previous_secrets = ${JSON.stringify(previous)}, updated_at = ${toIso(now)}
+          WHERE id = ${id}`.pipe(Effect.asVoid)
+
+    const slotRows = SqlSchema.findAll({
       Request: WebhookId,
       Result: SlotRow,
       execute: (id) => sql`SELECT next_slot_at FROM webhooks w WHERE w.id = ${id}${dialect.lockRows("w")}`
     })
 
     /**
-     * Takes the next free slot of a rated webhook's delivery rate for one attempt made outside the
-     * worker (a test event); answers the slot (v1-extensions §X5.3, src/Webhooks/Rate.ts).
+     * The next free slot of a webhook's delivery rate as stored (src/Webhooks/Rate.ts), its row
+     * locked until the caller's transaction ends on PostgreSQL; 0 when none was taken.
      */
-    const takeSlot = Effect.fn("WebhookRepo.takeSlot")(
-      function*(webhookId: WebhookId, perSecond: number, now: number) {
-        const row = (yield* readSlot(webhookId))[0]
-        const slot = firstFree(row?.nextSlotAt ?? 0, now)
-        yield* sql`UPDATE webhooks SET next_slot_at = ${slot + intervalMillis(perSecond)} WHERE id = ${webhookId}`
-        return slot
-      },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
-    )
+    const nextSlot = (id: WebhookId) =>
+      slotRows(id).pipe(
+        Effect.map((rows) => rows[0]?.nextSlotAt ?? 0),
+        Effect.catchTag("ParseError", Effect.die)
+      )
 
-    /**
-     * Enables a scope's disabled webhook again with its secrets, event types and rate as they are,
-     * and a clean record of failures (v1-extensions §X1.4a). Answers whether the scope has a
-     * webhook and, when it was disabled, the reason it no longer has.
-     */
-    const enable = Effect.fn("WebhookRepo.enable")(
-      function*(input: { workspaceId: WorkspaceId; surveyId: SurveyId | null; now: number }) {
-        yield* lockScope(input)
-        const existing = yield* findScope(input)
-        if (Option.isNone(existing)) return Option.none<Option.Option<DisabledReason>>()
-        const reason = existing.value.disabledReason
-        if (reason === null) return Option.some(Option.none<DisabledReason>())
-        yield* sql`UPDATE webhooks SET disabled_reason = NULL, failing_since = NULL, updated_at = ${toIso(input.now)}
-                   WHERE id = ${existing.value.id}`
-        yield* Effect.logInfo("webhook enabled").pipe(
-          Effect.annotateLogs({ webhookId: existing.value.id, surveyId: input.surveyId ?? "", wasDisabled: reason })
-        )
-        return Option.some(Option.some(reason))
-      },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
-    )
+    const setNextSlot = (id: WebhookId, at: number) =>
+      sql`UPDATE webhooks SET next_slot_at = ${at} WHERE id = ${id}`.pipe(Effect.asVoid)
 
-    /** Removes a scope's endpoint; its pending deliveries are dropped with it. Answers whether there was one. */
-    const remove = Effect.fn("WebhookRepo.remove")(
-      function*(workspaceId: WorkspaceId, surveyId: SurveyId | null) {
-        yield* lockScope({ workspaceId, surveyId })
-        const existing = yield* findScope({ workspaceId, surveyId })
-        if (Option.isNone(existing)) return false
-        yield* sql`UPDATE deliveries SET state = 'given_up', lease_until = 0
-                   WHERE webhook_id = ${existing.value.id} AND state = 'pending'`
-        yield* sql`DELETE FROM webhooks WHERE id = ${existing.value.id}`
-        yield* Effect.logInfo("webhook removed").pipe(
-          Effect.annotateLogs({ webhookId: existing.value.id, surveyId: surveyId ?? "" })
-        )
-        return true
-      },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
-    )
+    /** Clears a webhook's disabled reason and record of failures. */
+    const reenable = (id: WebhookId, now: number) =>
+      sql`UPDATE webhooks SET disabled_reason = NULL, failing_since = NULL, updated_at = ${toIso(now)}
+          WHERE id = ${id}`.pipe(Effect.asVoid)
+
+    /** Deletes a webhook; its pending deliveries end unsent. */
+    const remove = (id: WebhookId) =>
+      Effect.zipRight(
+        sql`UPDATE deliveries SET state = 'given_up', lease_until = 0 WHERE webhook_id = ${id} AND state = 'pending'`,
+        sql`DELETE FROM webhooks WHERE id = ${id}`
+      ).pipe(Effect.asVoid)
 
     const recordAttempt = (attempt: NewAttempt) =>
       sql`INSERT INTO delivery_attempts ${
@@ -337,10 +311,6 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     const recordOutcome = (webhookId: WebhookId, attempt: NewAttempt) =>
       Effect.zipRight(recordAttempt(attempt).pipe(Effect.orDie), recordHealth({ webhookId, ...attempt }))
 
-    /** The same as a transaction of its own, for an attempt made outside the worker (a test event). */
-    const logOutcome = (webhookId: WebhookId, attempt: NewAttempt) =>
-      sql.withTransaction(recordOutcome(webhookId, attempt)).pipe(Effect.orDie)
-
     const listWorkspace = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, limit: Schema.Number }),
       Result: LoggedAttempt,
@@ -389,14 +359,18 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
 
     return {
       find,
-      put,
-      rotate,
-      takeSlot,
-      enable,
+      lockScope,
+      stored,
+      replace,
+      insert,
+      setEventTypes,
+      setSecret,
+      nextSlot,
+      setNextSlot,
+      reenable,
       remove,
       recordAttempt,
       recordOutcome,
-      logOutcome,
       attempts,
       purgeAttempts,
       purgeExpiredSecrets
