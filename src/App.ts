@@ -70,6 +70,7 @@ import { TestClockServiceApi } from "./TestClock/Api.js"
 import { clockMark } from "./TestClock/ClockMarkRepo.js"
 import { TestClockHttpLive, withTestClockHeader } from "./TestClock/Http.js"
 import { SimulatedClock } from "./TestClock/SimulatedClock.js"
+import { Deliveries } from "./Webhooks/Deliveries.js"
 import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
 import { DeliverySettings } from "./Webhooks/DeliverySettings.js"
 import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
@@ -115,6 +116,7 @@ export const RepositoriesLive = Layer.mergeAll(
   AggregateRepo.Default,
   RebuildRepo.Default,
   WebhookRepo.Default,
+  DeliveryRepo.Default,
   RedeliveryRepo.Default,
   Outbox.Default,
   EmbedSessions.Default,
@@ -133,7 +135,7 @@ export const ServicesLive = Layer.mergeAll(
   RespondentTokens.Default,
   RespondentPurge.Default,
   RespondentLimits.Default,
-  DeliveryRepo.Default,
+  Deliveries.Default,
   Redelivery.Default,
   Aggregator.Default,
   ResponseDeletion.Default,

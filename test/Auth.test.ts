@@ -1,9 +1,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, decodeAs, get, TestServer } from "./support/TestServer.js"
+import { call, decodeAs, get, TestServer } from "./support/TestServer.js"
 
-const SurveyIds = Schema.Struct({ data: Schema.Array(Schema.Struct({ id: Schema.String })) })
+const survey = (id: string) => ({ path: { id: SurveyId.make(id) } })
 
 const expectError = (res: { status: number; body: unknown }, status: number, code: string) => {
   expect(res.status).toBe(status)
@@ -42,15 +44,17 @@ layer(TestServer(baseFixture))("authentication and plans (decisions §3)", (it) 
 
   it.effect("a viewer's key reads", () =>
     Effect.gen(function*() {
-      expect((yield* get("/api/v1/surveys", TOKENS.viewer)).status).toBe(200)
-      expect((yield* get("/api/v1/surveys/srv_main/responses", TOKENS.viewer)).status).toBe(200)
+      const viewer = yield* clientFor(TOKENS.viewer)
+      expect((yield* viewer.surveys.list({ urlParams: {} })).data.length).toBeGreaterThan(0)
+      expect((yield* viewer.responses.list({ ...survey("srv_main"), urlParams: {} })).data.length).toBeGreaterThan(0)
     }))
 
   it.effect("a survey-limited key lists only its surveys and gets 403 on other surveys of the workspace", () =>
     Effect.gen(function*() {
-      const list = yield* get("/api/v1/surveys", TOKENS.limited)
-      expect(bodyOf(SurveyIds, list).data.map((s) => s.id)).toEqual(["srv_main"])
-      expect((yield* get("/api/v1/surveys/srv_main", TOKENS.limited)).status).toBe(200)
+      const limited = yield* clientFor(TOKENS.limited)
+      const list = yield* limited.surveys.list({ urlParams: {} })
+      expect(list.data.map((s) => s.id)).toEqual(["srv_main"])
+      expect((yield* limited.surveys.get(survey("srv_main"))).id).toBe("srv_main")
       expectError(yield* get("/api/v1/surveys/srv_draft", TOKENS.limited), 403, "forbidden")
       expectError(yield* get("/api/v1/surveys/srv_draft/questions", TOKENS.limited), 403, "forbidden")
       expectError(yield* get("/api/v1/surveys/srv_draft/responses", TOKENS.limited), 403, "forbidden")
@@ -65,7 +69,8 @@ layer(TestServer(baseFixture))("authentication and plans (decisions §3)", (it) 
       const missing = yield* get("/api/v1/surveys/srv_missing", TOKENS.editor)
       expectError(other, 404, "not_found")
       expectError(missing, 404, "not_found")
-      expect((yield* get("/api/v1/surveys/srv_other", TOKENS.other)).status).toBe(200)
+      const otherWorkspace = yield* clientFor(TOKENS.other)
+      expect((yield* otherWorkspace.surveys.get(survey("srv_other"))).id).toBe("srv_other")
     }))
 
   it.effect("every answer carries x-request-id, errors included; a sane incoming one is echoed", () =>

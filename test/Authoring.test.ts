@@ -1,8 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
+import { QuestionListInput, SurveyCreate } from "../src/Authoring/Api.js"
+import { Survey } from "../src/Domain/Survey.js"
 import { EventEnvelope } from "../src/Domain/Event.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
 import { settleAnalytics } from "./support/AnalyticsWrites.js"
 import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
@@ -11,39 +14,6 @@ import { bodyOf, call, decodeAs, ErrorBody, get, TestServer } from "./support/Te
 import { receiver } from "./support/WebhookReceiver.js"
 import { register, WebhookWorld } from "./support/WebhookWorld.js"
 
-const SurveyBody = Schema.Struct({
-  id: Schema.String,
-  title: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  status: Schema.String,
-  published: Schema.Boolean,
-  questionCount: Schema.Number,
-  responseCount: Schema.Number,
-  createdAt: Schema.String,
-  updatedAt: Schema.String
-})
-const QuestionBody = Schema.Struct({
-  id: Schema.String,
-  type: Schema.String,
-  label: Schema.String,
-  required: Schema.Boolean,
-  allowMultiple: Schema.Boolean,
-  order: Schema.Number,
-  options: Schema.Array(Schema.Struct({ value: Schema.String, label: Schema.String }))
-})
-const QuestionsBody = Schema.Struct({ data: Schema.Array(QuestionBody) })
-const AnswersBody = Schema.Struct({
-  answers: Schema.Array(Schema.Struct({
-    fieldId: Schema.NullOr(Schema.String),
-    type: Schema.NullOr(Schema.String),
-    value: Schema.String,
-    values: Schema.Array(Schema.String)
-  }))
-})
-const AnalyticsBody = Schema.Struct({
-  questions: Schema.Array(Schema.Struct({ id: Schema.String, respondentCount: Schema.Number })),
-  stale: Schema.Boolean
-})
 const Stored = Schema.Array(Schema.Struct({ id: Schema.String, type: Schema.String, deleted: Schema.Number }))
 
 type Body = Record<string, unknown>
@@ -61,18 +31,25 @@ const send = (
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-const create = (body: Body) =>
-  Effect.map(send("POST", "/surveys", body), (res) => {
-    expect(res.status, res.text).toBe(201)
-    return bodyOf(SurveyBody, res)
-  })
+const editor = clientFor(TOKENS.editor)
+
+const survey = (id: string) => ({ path: { id: SurveyId.make(id) } })
+
+/** A survey created through the typed client, answered 201. */
+const create = (payload: typeof SurveyCreate.Type, token: string = TOKENS.editor) =>
+  Effect.flatMap(clientFor(token), (api) =>
+    Effect.map(api.authoring.create({ payload, headers: {}, withResponse: true }), ([created, response]) => {
+      expect(response.status).toBe(201)
+      return created
+    }))
 
 const putQuestions = (id: string, questions: ReadonlyArray<Body>, headers: Record<string, string> = {}) =>
   send("PUT", `/surveys/${id}/questions`, { questions }, headers)
 
-const questionsOf = (id: string) => Effect.map(get(`/api/v1/surveys/${id}/questions`, TOKENS.editor), (res) => bodyOf(QuestionsBody, res).data)
+const questionsOf = (id: string) =>
+  Effect.map(Effect.flatMap(editor, (api) => api.questions.list(survey(id))), (list) => list.data)
 
-const surveyOf = (id: string) => Effect.map(get(`/api/v1/surveys/${id}`, TOKENS.editor), (res) => bodyOf(SurveyBody, res))
+const surveyOf = (id: string) => Effect.flatMap(editor, (api) => api.surveys.get(survey(id)))
 
 /** The one issue path of a 400, checked to be an `invalid_request` with the error body. */
 const issuePaths = (res: { readonly status: number; readonly body: unknown; readonly text: string }) => {
@@ -95,7 +72,7 @@ const storedQuestions = (surveyId: string) =>
 
 const checkbox = (id: string) => ({
   id,
-  type: "checkbox",
+  type: "checkbox" as const,
   label: "Pick",
   options: [{ value: "a" }, { value: "b", label: "Bee" }]
 })
@@ -120,7 +97,7 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
       const questions = yield* get(`/api/v1/surveys/${created.id}/questions`, TOKENS.editor)
       expect(questions.body).toEqual({ data: [] })
       expect(questions.headers["etag"]).toBe(read.headers["etag"])
-      const list = yield* clientFor(TOKENS.editor).pipe(Effect.flatMap((api) => api.surveys.list({ urlParams: {} })))
+      const list = yield* editor.pipe(Effect.flatMap((api) => api.surveys.list({ urlParams: {} })))
       expect(list.data.map((s) => s.id)).toContain(created.id)
     }))
 
@@ -161,7 +138,7 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
       const headers = { "idempotency-key": "etag-of-a-creation" }
       const first = yield* send("POST", "/surveys", { title: "Versioned" }, headers)
       expect(first.status).toBe(201)
-      const created = bodyOf(SurveyBody, first)
+      const created = bodyOf(Survey, first)
       const read = yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor)
       expect(first.headers["etag"]).toMatch(/^"[0-9a-z]+"$/)
       expect(first.headers["etag"]).toBe(read.headers["etag"])
@@ -209,8 +186,8 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
       const main = yield* questionsOf("srv_main")
       expect(main.find((q) => q.id === "q_text")?.label).toBe("Say something")
       expect(main.find((q) => q.id === "q_text")?.type).toBe("textarea")
-      const other = yield* send("POST", "/surveys", { title: "Other", questions: [{ id: "q_text", type: "email", label: "Mail" }] }, {}, TOKENS.other)
-      expect(other.status).toBe(201)
+      const other = yield* create({ title: "Other", questions: [{ id: "q_text", type: "email", label: "Mail" }] }, TOKENS.other)
+      expect(other.questionCount).toBe(1)
     }))
 
   it.effect("refuses every invalid body with 400 and the exact issue path, creating nothing", () =>
@@ -308,17 +285,20 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
 
   it.effect("PATCH changes the title or description and moves updatedAt and the ETag", () =>
     Effect.gen(function*() {
+      const api = yield* editor
       const created = yield* create({ title: "Before", description: "Text" })
-      const first = yield* send("PATCH", `/surveys/${created.id}`, { title: "After" })
+      const update = (payload: { readonly title?: string; readonly description?: string | null }) =>
+        api.authoring.update({ ...survey(created.id), payload, headers: {}, withResponse: true })
+      const [patched, first] = yield* update({ title: "After" })
       expect(first.status).toBe(200)
-      const patched = bodyOf(SurveyBody, first)
       expect(patched).toMatchObject({ title: "After", description: "Text" })
       expect(patched.updatedAt > created.updatedAt).toBe(true)
-      expect(first.headers["etag"]).toBe((yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor)).headers["etag"])
-      const cleared = bodyOf(SurveyBody, yield* send("PATCH", `/surveys/${created.id}`, { description: null }))
+      const [, read] = yield* api.surveys.get({ ...survey(created.id), withResponse: true })
+      expect(first.headers["etag"]).toBe(read.headers["etag"])
+      const [cleared] = yield* update({ description: null })
       expect(cleared).toMatchObject({ title: "After", description: null })
       expect(cleared.updatedAt > patched.updatedAt).toBe(true)
-      const empty = bodyOf(SurveyBody, yield* send("PATCH", `/surveys/${created.id}`, {}))
+      const [empty] = yield* update({})
       expect(empty.updatedAt > cleared.updatedAt).toBe(true)
       expect(yield* surveyOf(created.id)).toEqual(empty)
       expect(issuePaths(yield* send("PATCH", `/surveys/${created.id}`, { title: "" }))).toEqual(["title"])
@@ -326,68 +306,88 @@ layer(TestServer(respondentFixture))("authoring surveys", (it) => {
 
   it.effect("a stale If-Match answers 412 precondition_failed and changes nothing", () =>
     Effect.gen(function*() {
+      const api = yield* editor
       const created = yield* create({ title: "Guarded", questions: [{ id: "q1", type: "textarea", label: "One" }] })
-      const read = yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor)
+      const target = survey(created.id)
+      const [, read] = yield* api.surveys.get({ ...target, withResponse: true })
       const etag = read.headers["etag"] ?? ""
-      const changed = yield* send("PATCH", `/surveys/${created.id}`, { title: "Guarded 2" }, { "if-match": etag })
-      expect(changed.status).toBe(200)
-      const fresh = changed.headers["etag"] ?? ""
+      const [changed, changedAnswer] = yield* api.authoring.update({
+        ...target,
+        payload: { title: "Guarded 2" },
+        headers: { "if-match": etag },
+        withResponse: true
+      })
+      const fresh = changedAnswer.headers["etag"] ?? ""
       expect(fresh).not.toBe(etag)
+      const stale = { "if-match": etag }
       const writes = [
-        send("PATCH", `/surveys/${created.id}`, { title: "Lost" }, { "if-match": etag }),
-        putQuestions(created.id, [{ id: "q2", type: "email", label: "Two" }], { "if-match": etag }),
-        send("POST", `/surveys/${created.id}/publish`, undefined, { "if-match": etag }),
-        send("POST", `/surveys/${created.id}/close`, undefined, { "if-match": etag }),
-        send("DELETE", `/surveys/${created.id}`, undefined, { "if-match": etag }),
-        send("PATCH", `/surveys/${created.id}`, { title: "Lost" }, { "if-match": `W/${fresh}` })
+        api.authoring.update({ ...target, payload: { title: "Lost" }, headers: stale }),
+        api.authoring.replaceQuestions({ ...target, payload: { questions: [{ id: "q2", type: "email", label: "Two" }] }, headers: stale }),
+        api.authoring.publish({ ...target, headers: stale }),
+        api.authoring.close({ ...target, headers: stale }),
+        api.authoring.trash({ ...target, headers: stale }),
+        api.authoring.update({ ...target, payload: { title: "Lost" }, headers: { "if-match": `W/${fresh}` } })
       ]
       for (const write of writes) {
-        const res = yield* write
-        expect(res.status, res.text).toBe(412)
-        expect(bodyOf(ErrorBody, res)).toEqual({ code: "precondition_failed", message: expect.any(String) })
+        const refused = yield* Effect.flip(write)
+        expect(refused._tag).toBe("PreconditionFailed")
       }
+      // Raw: the error body is exactly code and message.
+      const raw = yield* send("PATCH", `/surveys/${created.id}`, { title: "Lost" }, stale)
+      expect(raw.status, raw.text).toBe(412)
+      expect(bodyOf(ErrorBody, raw)).toEqual({ code: "precondition_failed", message: expect.any(String) })
       const after = yield* surveyOf(created.id)
       expect(after).toMatchObject({ title: "Guarded 2", status: "draft" })
-      expect(after.updatedAt).toBe(bodyOf(SurveyBody, changed).updatedAt)
+      expect(after.updatedAt).toBe(changed.updatedAt)
       expect((yield* questionsOf(created.id)).map((q) => q.id)).toEqual(["q1"])
       // The current ETag, one of a list, or * is admitted.
-      const put = yield* putQuestions(created.id, [{ id: "q2", type: "email", label: "Two" }], { "if-match": `"x", ${fresh}` })
-      expect(put.status).toBe(200)
-      const questionsEtag = (yield* get(`/api/v1/surveys/${created.id}/questions`, TOKENS.editor)).headers["etag"]
+      const [, put] = yield* api.authoring.replaceQuestions({
+        ...target,
+        payload: { questions: [{ id: "q2", type: "email", label: "Two" }] },
+        headers: { "if-match": `"x", ${fresh}` },
+        withResponse: true
+      })
+      const [, questions] = yield* api.questions.list({ ...target, withResponse: true })
+      const questionsEtag = questions.headers["etag"]
       expect(put.headers["etag"]).toBe(questionsEtag)
-      const published = yield* send("POST", `/surveys/${created.id}/publish`, undefined, { "if-match": questionsEtag ?? "" })
-      expect(published.status).toBe(200)
-      const star = yield* send("PATCH", `/surveys/${created.id}`, { title: "Star" }, { "if-match": "*" })
-      expect(star.status).toBe(200)
+      const published = yield* api.authoring.publish({ ...target, headers: { "if-match": questionsEtag ?? "" } })
+      expect(published.status).toBe("published")
+      const star = yield* api.authoring.update({ ...target, payload: { title: "Star" }, headers: { "if-match": "*" } })
+      expect(star.title).toBe("Star")
     }))
 
   it.effect("keys: a viewer is refused every write, a limited key changes only its surveys and creates none", () =>
     Effect.gen(function*() {
       const before = yield* surveyOf("srv_main")
+      const viewer = yield* clientFor(TOKENS.viewer)
+      const draft = survey("srv_draft")
       const viewerCalls = [
-        send("POST", "/surveys", { title: "V" }, {}, TOKENS.viewer),
-        send("PATCH", "/surveys/srv_draft", { title: "V" }, {}, TOKENS.viewer),
-        send("PUT", "/surveys/srv_draft/questions", { questions: [] }, {}, TOKENS.viewer),
-        send("POST", "/surveys/srv_draft/publish", undefined, {}, TOKENS.viewer),
-        send("POST", "/surveys/srv_main/close", undefined, {}, TOKENS.viewer),
-        send("DELETE", "/surveys/srv_draft", undefined, {}, TOKENS.viewer)
+        viewer.authoring.create({ payload: { title: "V" }, headers: {} }),
+        viewer.authoring.update({ ...draft, payload: { title: "V" }, headers: {} }),
+        viewer.authoring.replaceQuestions({ ...draft, payload: { questions: [] }, headers: {} }),
+        viewer.authoring.publish({ ...draft, headers: {} }),
+        viewer.authoring.close({ ...survey("srv_main"), headers: {} }),
+        viewer.authoring.trash({ ...draft, headers: {} })
       ]
       for (const call of viewerCalls) {
-        const res = yield* call
-        expect(res.status).toBe(403)
-        expect(bodyOf(ErrorBody, res).code).toBe("forbidden")
+        expect((yield* Effect.flip(call))._tag).toBe("Forbidden")
       }
-      const limitedCreate = yield* send("POST", "/surveys", { title: "L" }, {}, TOKENS.limited)
-      expect(limitedCreate.status).toBe(403)
-      const limitedOther = yield* send("PATCH", "/surveys/srv_draft", { title: "L" }, {}, TOKENS.limited)
-      expect(limitedOther.status).toBe(403)
-      const limitedOwn = yield* send("PATCH", "/surveys/srv_main", { description: "Changed by a limited key" }, {}, TOKENS.limited)
-      expect(limitedOwn.status).toBe(200)
-      expect(bodyOf(SurveyBody, limitedOwn)).toMatchObject({ title: before.title, description: "Changed by a limited key" })
-      const foreign = yield* send("PATCH", "/surveys/srv_other", { title: "F" })
-      expect(foreign.status).toBe(404)
-      const trashed = yield* send("PATCH", "/surveys/srv_trashed", { title: "F" })
-      expect(trashed.status).toBe(404)
+      const limited = yield* clientFor(TOKENS.limited)
+      const limitedCreate = yield* Effect.flip(limited.authoring.create({ payload: { title: "L" }, headers: {} }))
+      expect(limitedCreate._tag).toBe("Forbidden")
+      const limitedOther = yield* Effect.flip(limited.authoring.update({ ...draft, payload: { title: "L" }, headers: {} }))
+      expect(limitedOther._tag).toBe("Forbidden")
+      const limitedOwn = yield* limited.authoring.update({
+        ...survey("srv_main"),
+        payload: { description: "Changed by a limited key" },
+        headers: {}
+      })
+      expect(limitedOwn).toMatchObject({ title: before.title, description: "Changed by a limited key" })
+      const api = yield* editor
+      for (const id of ["srv_other", "srv_trashed"]) {
+        const missing = yield* Effect.flip(api.authoring.update({ ...survey(id), payload: { title: "F" }, headers: {} }))
+        expect(missing._tag, id).toBe("NotFound")
+      }
       expect((yield* surveyOf("srv_draft")).title).toBe("Draft")
     }))
 })
@@ -401,27 +401,32 @@ const rowsOf = (table: "events" | "responses", surveyId: string) =>
 layer(TestServer(respondentFixture))("replacing the question list", (it) => {
   it.effect("keeps, adds, removes and reorders; removed questions' answers read with null fieldId and type; analytics and CSV follow", () =>
     Effect.gen(function*() {
+      const api = yield* editor
+      const main = survey("srv_main")
       const answersOf = (responseId: string) =>
-        Effect.map(get(`/api/v1/surveys/srv_main/responses/${responseId}`, TOKENS.editor), (res) => bodyOf(AnswersBody, res).answers)
+        Effect.map(
+          api.responses.get({ path: { ...main.path, responseId: ResponseId.make(responseId) } }),
+          (response) => response.answers
+        )
+      const replace = (questions: typeof QuestionListInput.Type["questions"]) =>
+        api.authoring.replaceQuestions({ ...main, payload: { questions }, headers: {} })
       // Read before, so that the stored renderings exist and must be invalidated.
       const before = yield* answersOf("rsp_1")
       expect(before.find((a) => a.value === "hello")).toMatchObject({ fieldId: "q_text", type: "textarea" })
-      yield* get("/api/v1/surveys/srv_main/responses", TOKENS.editor)
-      const survey = yield* surveyOf("srv_main")
+      yield* api.responses.list({ ...main, urlParams: {} })
+      const surveyBefore = yield* surveyOf("srv_main")
 
-      const put = yield* putQuestions("srv_main", [
+      const put = yield* replace([
         { id: "q_num", type: "number", label: "How many now" },
         { id: "q_new", type: "email", label: "New email question" },
         { id: "q_pick", type: "checkbox", label: "Pick", required: true, allowMultiple: true, options: [{ value: "a", label: "A" }, { value: "d", label: "D" }] },
         { id: "q_rank", type: "sort", label: "Rank", options: [{ value: "x" }, { value: "y" }] }
       ])
-      expect(put.status, put.text).toBe(200)
-      const listed = bodyOf(QuestionsBody, put).data
-      expect(listed.map((q) => [q.id, q.order])).toEqual([["q_num", 1], ["q_new", 2], ["q_pick", 3], ["q_rank", 4]])
-      expect(put.body).toEqual({ data: yield* questionsOf("srv_main") })
+      expect(put.data.map((q) => [q.id, q.order])).toEqual([["q_num", 1], ["q_new", 2], ["q_pick", 3], ["q_rank", 4]])
+      expect(put.data).toEqual(yield* questionsOf("srv_main"))
       const after = yield* surveyOf("srv_main")
       expect(after.questionCount).toBe(4)
-      expect(after.updatedAt > survey.updatedAt).toBe(true)
+      expect(after.updatedAt > surveyBefore.updatedAt).toBe(true)
 
       const answers = yield* answersOf("rsp_1")
       expect(answers.find((a) => a.value === "hello")).toEqual({ fieldId: null, type: null, value: "hello", values: ["hello"] })
@@ -432,10 +437,10 @@ layer(TestServer(respondentFixture))("replacing the question list", (it) => {
       expect(yield* storedQuestions("srv_main")).toContainEqual({ id: "q_text", type: "textarea", deleted: 1 })
 
       // What is counted changed: the analytics say so until the background rebuild is done.
-      const meanwhile = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.editor))
+      const meanwhile = yield* api.analytics.get(main)
       expect(meanwhile.stale).toBe(true)
       yield* settleAnalytics
-      const analytics = bodyOf(AnalyticsBody, yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.editor))
+      const analytics = yield* api.analytics.get(main)
       expect(analytics.stale).toBe(false)
       expect(analytics.questions.map((q) => q.id)).toEqual(["q_num", "q_new", "q_pick", "q_rank"])
       expect(analytics.questions.find((q) => q.id === "q_pick")?.respondentCount).toBe(2)
@@ -448,19 +453,24 @@ layer(TestServer(respondentFixture))("replacing the question list", (it) => {
       expect(header).not.toContain("Say something")
 
       // A question with answers keeps its type; one without may change it; a deleted one with answers too.
-      const retyped = yield* putQuestions("srv_main", [
+      const refusedPaths = (questions: typeof QuestionListInput.Type["questions"]) =>
+        Effect.map(Effect.flip(replace(questions)), (error) => {
+          expect(error._tag).toBe("InvalidRequest")
+          return error._tag === "InvalidRequest" ? (error.issues ?? []).map((i) => i.path) : []
+        })
+      const retyped = yield* refusedPaths([
         { id: "q_num", type: "textarea", label: "How many now" },
         { id: "q_new", type: "textarea", label: "New" }
       ])
-      expect(issuePaths(retyped)).toEqual(["questions.0.type"])
-      const revived = yield* putQuestions("srv_main", [{ id: "q_text", type: "email", label: "Back" }])
-      expect(issuePaths(revived)).toEqual(["questions.0.type"])
+      expect(retyped).toEqual(["questions.0.type"])
+      const revived = yield* refusedPaths([{ id: "q_text", type: "email", label: "Back" }])
+      expect(revived).toEqual(["questions.0.type"])
       expect((yield* questionsOf("srv_main")).map((q) => q.id)).toEqual(["q_num", "q_new", "q_pick", "q_rank"])
-      const allowed = yield* putQuestions("srv_main", [
+      const allowed = yield* replace([
         { id: "q_new", type: "textarea", label: "New" },
         { id: "q_text", type: "textarea", label: "Say something again" }
       ])
-      expect(allowed.status).toBe(200)
+      expect(allowed.data.map((q) => q.id)).toEqual(["q_new", "q_text"])
       // A deleted question brought back brings its answers back.
       expect((yield* answersOf("rsp_1")).find((a) => a.value === "hello")?.fieldId).toBe("q_text")
       expect((yield* surveyOf("srv_main")).questionCount).toBe(2)
@@ -472,17 +482,21 @@ layer(TestServer(respondentFixture))("replacing the question list", (it) => {
         Schema.Struct({ respondentToken: Schema.String }),
         yield* call("GET", "/s/srv_short", { headers: { accept: "application/json" } })
       ).respondentToken
+      const respondent = yield* clientFor(token)
       const answer = (questionId: string) =>
-        call("POST", "/respond/v1/responses", {
-          token,
-          body: JSON.stringify({ answers: [{ questionId, values: ["hi"] }], finished: true })
-        })
-      expect((yield* answer("q_short_text")).status).toBe(201)
-      const put = yield* putQuestions("srv_short", [{ id: "q_short_new", type: "textarea", label: "A brand new label", required: true }])
-      expect(put.status).toBe(200)
-      const refused = yield* answer("q_short_text")
-      expect(issuePaths(refused)).toContain("answers.0.questionId")
-      expect((yield* answer("q_short_new")).status).toBe(201)
+        respondent.respondent.start({ payload: { answers: [{ questionId, values: ["hi"] }], finished: true }, headers: {} })
+      expect((yield* answer("q_short_text")).responseId).toEqual(expect.any(String))
+      const api = yield* editor
+      const put = yield* api.authoring.replaceQuestions({
+        ...survey("srv_short"),
+        payload: { questions: [{ id: "q_short_new", type: "textarea", label: "A brand new label", required: true }] },
+        headers: {}
+      })
+      expect(put.data.map((q) => q.id)).toEqual(["q_short_new"])
+      const refused = yield* Effect.flip(answer("q_short_text"))
+      expect(refused._tag === "InvalidRequest" ? (refused.issues ?? []).map((i) => i.path) : refused._tag)
+        .toContain("answers.0.questionId")
+      expect((yield* answer("q_short_new")).responseId).toEqual(expect.any(String))
       const html = yield* call("GET", "/s/srv_short", { headers: { accept: "text/html" } })
       expect(html.text).toContain("A brand new label")
       expect(html.text).not.toContain("Say hi")
@@ -490,34 +504,39 @@ layer(TestServer(respondentFixture))("replacing the question list", (it) => {
 
   it.effect("a respondent answering while the questions are replaced gets 201 or 400, never 500, and nothing half-written", () =>
     Effect.gen(function*() {
+      const api = yield* editor
       const created = yield* create({ title: "Race", questions: [{ id: "q_a", type: "textarea", label: "A" }] })
-      expect((yield* send("POST", `/surveys/${created.id}/publish`)).status).toBe(200)
+      expect((yield* api.authoring.publish({ ...survey(created.id), headers: {} })).status).toBe("published")
       const token = bodyOf(
         Schema.Struct({ respondentToken: Schema.String }),
         yield* call("GET", `/s/${created.id}`, { headers: { accept: "application/json" } })
       ).respondentToken
-      const answer = call("POST", "/respond/v1/responses", {
-        token,
-        body: JSON.stringify({ answers: [{ questionId: "q_a", values: ["hi"] }], finished: false })
-      })
-      const lists = [[{ id: "q_b", type: "textarea", label: "B" }], [{ id: "q_a", type: "textarea", label: "A" }]]
+      const respondent = yield* clientFor(token)
+      // 201 or a typed 400: any other answer fails the call with another error.
+      const answer = Effect.either(
+        respondent.respondent.start({ payload: { answers: [{ questionId: "q_a", values: ["hi"] }], finished: false }, headers: {} })
+      )
+      const lists = [[{ id: "q_b", type: "textarea", label: "B" }], [{ id: "q_a", type: "textarea", label: "A" }]] as const
       const rounds = yield* Effect.all(
         Array.from({ length: 12 }, (_, i) =>
-          Effect.all([answer, putQuestions(created.id, lists[i % 2] ?? [])], { concurrency: "unbounded" })),
+          Effect.all([
+            answer,
+            api.authoring.replaceQuestions({ ...survey(created.id), payload: { questions: lists[i % 2] ?? [] }, headers: {} })
+          ], { concurrency: "unbounded" })),
         { concurrency: 3 }
       )
       const started: Array<string> = []
       for (const [res, put] of rounds) {
-        expect(put.status, put.text).toBe(200)
-        expect([201, 400], res.text).toContain(res.status)
-        if (res.status === 400) expect(issuePaths(res)).toEqual(["answers.0.questionId"])
-        else started.push(bodyOf(Schema.Struct({ responseId: Schema.String }), res).responseId)
+        expect(put.data).toHaveLength(1)
+        if (Either.isLeft(res)) {
+          expect(res.left._tag === "InvalidRequest" ? (res.left.issues ?? []).map((i) => i.path) : res.left._tag)
+            .toEqual(["answers.0.questionId"])
+        } else started.push(res.right.responseId)
       }
       expect(yield* rowsOf("responses", created.id)).toBe(started.length)
       for (const id of started) {
-        const stored = yield* get(`/api/v1/surveys/${created.id}/responses/${id}`, TOKENS.editor)
-        expect(stored.status).toBe(200)
-        expect(bodyOf(AnswersBody, stored).answers.map((a) => a.values)).toEqual([["hi"]])
+        const stored = yield* api.responses.get({ path: { id: SurveyId.make(created.id), responseId: ResponseId.make(id) } })
+        expect(stored.answers.map((a) => a.values)).toEqual([["hi"]])
       }
     }))
 })
@@ -527,23 +546,25 @@ describe("lifecycle over HTTP", () => {
     Effect.gen(function*() {
       const target = yield* receiver()
       const secret = yield* register(target.url)
+      const api = yield* editor
       const created = yield* create({ title: "Lifecycle" })
-      const move = (action: "publish" | "close") => send("POST", `/surveys/${created.id}/${action}`)
+      const path = survey(created.id)
+      const move = (action: "publish" | "close") => api.authoring[action]({ ...path, headers: {} })
+      const refusedPaths = (action: "publish" | "close") =>
+        Effect.map(Effect.flip(move(action)), (error) => error._tag === "InvalidRequest" ? (error.issues ?? []).map((i) => i.path) : error._tag)
 
-      const empty = yield* move("publish")
-      expect(issuePaths(empty)).toEqual(["id"])
-      expect(issuePaths(yield* move("close"))).toEqual(["id"])
+      expect(yield* refusedPaths("publish")).toEqual(["id"])
+      expect(yield* refusedPaths("close")).toEqual(["id"])
       expect((yield* surveyOf(created.id)).status).toBe("draft")
 
-      expect((yield* putQuestions(created.id, [{ type: "textarea", label: "Q" }])).status).toBe(200)
+      yield* api.authoring.replaceQuestions({ ...path, payload: { questions: [{ type: "textarea", label: "Q" }] }, headers: {} })
       // Each move, then the same again: 200 with the same survey, and no second event.
       const moves = [["publish", "published"], ["close", "closed"]] as const
       for (const [i, [action, status]] of moves.entries()) {
         const moved = yield* move(action)
-        expect(bodyOf(SurveyBody, moved)).toMatchObject({ status, published: status === "published" })
+        expect(moved).toMatchObject({ status, published: status === "published" })
         const repeated = yield* move(action)
-        expect(repeated.status).toBe(200)
-        expect(repeated.body).toEqual(moved.body)
+        expect(repeated).toEqual(moved)
         expect(yield* rowsOf("events", created.id)).toBe(i + 1)
       }
 
@@ -555,19 +576,19 @@ describe("lifecycle over HTTP", () => {
       ])
 
       const reopened = yield* move("publish")
-      expect(bodyOf(SurveyBody, reopened).status).toBe("published")
+      expect(reopened.status).toBe("published")
+      // Raw: the exact empty body of the 204.
       const trashed = yield* send("DELETE", `/surveys/${created.id}`)
       expect(trashed.status).toBe(204)
       expect(trashed.text).toBe("")
-      for (const res of [
-        yield* get(`/api/v1/surveys/${created.id}`, TOKENS.editor),
-        yield* get(`/api/v1/surveys/${created.id}/questions`, TOKENS.editor),
-        yield* send("PATCH", `/surveys/${created.id}`, { title: "x" }),
-        yield* move("close"),
-        yield* send("DELETE", `/surveys/${created.id}`)
+      for (const gone of [
+        api.surveys.get(path),
+        api.questions.list(path),
+        api.authoring.update({ ...path, payload: { title: "x" }, headers: {} }),
+        move("close"),
+        api.authoring.trash({ ...path, headers: {} })
       ]) {
-        expect(res.status).toBe(404)
-        expect(bodyOf(ErrorBody, res).code).toBe("not_found")
+        expect((yield* Effect.flip(gone))._tag).toBe("NotFound")
       }
       expect(yield* rowsOf("events", created.id)).toBe(3)
     }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))

@@ -6,6 +6,8 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import openapiTS, { astToString } from "openapi-typescript"
 import ts from "typescript"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { get, TestServer } from "./support/TestServer.js"
@@ -23,8 +25,6 @@ const blockAfter = (heading: string, language: string): string => {
 
 const heading = "### Creating a survey from a file in CI"
 
-const SurveyBody = Schema.Struct({ id: Schema.String, title: Schema.String, status: Schema.String })
-const Questions = Schema.Struct({ data: Schema.Array(Schema.Struct({ id: Schema.String })) })
 
 /** The documented script, type-checked as an integrator's strict project would, and each diagnostic as text. */
 const diagnosticsOf = (script: string) => {
@@ -80,9 +80,11 @@ layer(TestServer(respondentFixture))("the documented CI script", (it) => {
       const first = yield* run("onboarding.json")
       expect(first.code, first.stderr).toBe(0)
       const id = /^(srv_\w+) is published$/m.exec(first.stdout)?.[1] ?? ""
-      const survey = Schema.decodeUnknownSync(SurveyBody)((yield* get(`/api/v1/surveys/${id}`, TOKENS.editor)).body)
+      const api = yield* clientFor(TOKENS.editor)
+      const created = { path: { id: SurveyId.make(id) } }
+      const survey = yield* api.surveys.get(created)
       expect(survey).toMatchObject({ title: definition.title, status: "published" })
-      const questions = Schema.decodeUnknownSync(Questions)((yield* get(`/api/v1/surveys/${id}/questions`, TOKENS.editor)).body)
+      const questions = yield* api.questions.list(created)
       expect(questions.data.map((q) => q.id)).toEqual(["q_role", "q_score", "q_more"])
 
       // A retried job (same pipeline, same file) finds the survey it created.

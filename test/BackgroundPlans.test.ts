@@ -7,6 +7,7 @@ import { JobLeases } from "../src/Background/JobLeases.js"
 import { toIso } from "../src/Domain/Time.js"
 import { Idempotency } from "../src/Http/Idempotency.js"
 import { RespondentPurge } from "../src/Respondents/RespondentPurge.js"
+import { Deliveries } from "../src/Webhooks/Deliveries.js"
 import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
 import { purgeOnce } from "../src/Webhooks/Purge.js"
 import { decodeAs, TestDatabase, testDatabase } from "./support/TestServer.js"
@@ -126,13 +127,14 @@ const RoundsLive = Layer.effect(
     const now = yield* Clock.currentTimeMillis
     yield* seed(now)
     const deliveries = yield* DeliveryRepo
+    const worker = yield* Deliveries
     const jobs = yield* JobLeases
     const aggregates = yield* AggregateRepo
     const rounds = new Map<string, Recorded>()
     const round = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) =>
       Effect.map(record(effect), (seen) => void rounds.set(name, seen))
-    yield* round("outbox fan-out", deliveries.fanOut(now, 1000))
-    yield* round("delivery claim", deliveries.claim({ now, free: 64, perWebhook: 16, inFlight: new Map(), leaseMillis: 30_000 }))
+    yield* round("outbox fan-out", worker.fanOut(now, 1000))
+    yield* round("delivery claim", worker.claim({ now, free: 64, perWebhook: 16, inFlight: new Map(), leaseMillis: 30_000 }))
     yield* round("delivery lease renewal", deliveries.renew([1, 2, 3], now + 30_000))
     yield* round("delivery worker's outlook", deliveries.outlook(now))
     yield* round("outbox depth", deliveries.depth)

@@ -1,13 +1,14 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
 import type { BrowserContext, Page } from "playwright-core"
 import { Webhook } from "standardwebhooks"
 import { BackgroundLive } from "../src/App.js"
 import { browserContext, CHROMIUM, pageErrors, seriousViolations } from "./support/Browser.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, get, testDatabase, TestServer } from "./support/TestServer.js"
+import { testDatabase, TestServer } from "./support/TestServer.js"
 import { PROCESS_TEST_TIMEOUT, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
@@ -63,7 +64,6 @@ const addQuestion = async (page: Page, index: number, type: string, label: strin
   }
 }
 
-const Created = Schema.Struct({ id: Schema.String })
 
 describe.skipIf(!runs)("the console in a real browser", () => {
   layer(TestServer(baseFixture, {}, { background: BackgroundLive }), { excludeTestServices: true })((it) => {
@@ -228,11 +228,11 @@ describe.skipIf(!runs)("the console in a real browser", () => {
     it.scoped("a change saved in another tab meanwhile answers 412 and offers a reload; field errors sit beside their fields", () =>
       Effect.gen(function*() {
         const origin = yield* serverOrigin
-        const created = yield* call("POST", "/api/v1/surveys", {
-          token: TOKENS.editor,
-          body: JSON.stringify({ title: "Two tabs", questions: [{ id: "q_one", type: "textarea", label: "One" }] })
+        const api = yield* clientFor(TOKENS.editor)
+        const { id } = yield* api.authoring.create({
+          payload: { title: "Two tabs", questions: [{ id: "q_one", type: "textarea", label: "One" }] },
+          headers: {}
         })
-        const { id } = bodyOf(Created, created)
         const context = yield* browserContext({ width: 1280, height: 900 })
         const [first, second] = yield* Effect.promise(() => Promise.all([context.newPage(), context.newPage()]))
         yield* Effect.promise(async () => {
@@ -256,8 +256,8 @@ describe.skipIf(!runs)("the console in a real browser", () => {
           await second!.getByRole("button", { name: "Save questions" }).click()
           await poll(() => second!.locator(".question-edit").first().locator(".field-error").count()).toBe(1)
         })
-        const stored = yield* get(`/api/v1/surveys/${id}`, TOKENS.editor)
-        expect(stored.body).toMatchObject({ title: "Changed in the first tab" })
+        const stored = yield* api.surveys.get({ path: { id } })
+        expect(stored).toMatchObject({ title: "Changed in the first tab" })
       }), 120_000)
   })
 

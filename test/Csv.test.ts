@@ -3,6 +3,8 @@ import { parse } from "csv-parse/sync"
 import { Effect, Schema } from "effect"
 import { seedDemo } from "../src/Demo/Seed.js"
 import { trickyTexts, csvFixture } from "./support/CsvFixtures.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
 
@@ -100,12 +102,12 @@ layer(TestServer(csvFixture))("GET /api/v1/surveys/{id}/responses?format=csv", (
         expect(viaPath.headers["content-type"], filters).toBe(viaFormat.headers["content-type"])
         expect(viaPath.headers["content-disposition"], filters).toBe(viaFormat.headers["content-disposition"])
       }
-      const missing = yield* get("/api/v1/surveys/srv_other/responses.csv", TOKENS.editor)
-      expect(missing.status).toBe(404)
-      expect(missing.body).toMatchObject({ code: "not_found" })
+      const exportOf = (id: string, token?: string) =>
+        outcomeOf(Effect.flatMap(clientFor(token), (api) => api.responses.exportCsv({ path: { id: SurveyId.make(id) }, urlParams: {} })))
+      expect(yield* exportOf("srv_other", TOKENS.editor)).toBe("NotFound")
       const bad = yield* get("/api/v1/surveys/srv_csv/responses.csv?createdAfter=2026-02-30T00:00:00Z", TOKENS.editor)
       expect(bad.body).toMatchObject({ code: "invalid_request", issues: [{ path: "createdAfter" }] })
-      expect((yield* get("/api/v1/surveys/srv_csv/responses.csv")).status).toBe(401)
+      expect(yield* exportOf("srv_csv")).toBe("Unauthorized")
     }))
 
   it.effect("answers errors as JSON like the paged list", () =>

@@ -1,7 +1,9 @@
 import { expect, layer } from "@effect/vitest"
 import { parse } from "csv-parse/sync"
 import { Effect } from "effect"
+import { SurveyId } from "../src/Domain/Ids.js"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { get, TestServer } from "./support/TestServer.js"
 
@@ -98,9 +100,9 @@ layer(TestServer(fixture))("the CSV export's cells an integrator's end user chos
 
   it.effect("question labels in the header row and option values in answer cells are guarded; numeric cells are not", () =>
     Effect.gen(function*() {
-      const res = yield* get("/api/v1/surveys/srv_labels/responses.csv", TOKENS.editor)
-      expect(res.status).toBe(200)
-      const [header, ...rows] = records(res.text)
+      const api = yield* clientFor(TOKENS.editor)
+      const csv = yield* api.responses.exportCsv({ path: { id: SurveyId.make("srv_labels") }, urlParams: {} })
+      const [header, ...rows] = records(csv)
       expect(header?.slice(6)).toEqual(["'=HYPERLINK(\"http://x\")", "'\tTab", "'+Pick", "'-Country", "'@Number", "Plain"])
       expect(rows.map((row) => row.slice(6))).toEqual([
         ["", "", "'=1+1", "", "-5", "'\rcarriage"],

@@ -5,6 +5,9 @@ import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { Analytics } from "../src/Domain/Analytics.js"
 import { EventEnvelope } from "../src/Domain/Event.js"
 import { ResponsePage } from "../src/Responses/Api.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
+import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { everyRow } from "./support/StoredRows.js"
@@ -16,7 +19,6 @@ const PageBody = Schema.encodedSchema(ResponsePage)
 const AnalyticsBody = Schema.encodedSchema(Analytics)
 const Saved = Schema.Struct({ responseId: Schema.String })
 const PageOpen = Schema.Struct({ respondentToken: Schema.String })
-const EmbedBody = Schema.Struct({ embedUrl: Schema.String })
 const ErasureBody = Schema.Struct({ externalUserId: Schema.String, deletedResponses: Schema.Number })
 
 
@@ -25,12 +27,14 @@ const json = (value: unknown) => JSON.stringify(value)
 /** An embed session for `externalUserId`, its page opened: the respondent token and the page's path. */
 const embedFor = (surveyId: string, externalUserId: string) =>
   Effect.gen(function*() {
-    const created = yield* call("POST", `/api/v1/surveys/${surveyId}/embed-sessions`, {
-      token: TOKENS.editor,
-      body: json({ externalUserId })
+    const api = yield* clientFor(TOKENS.editor)
+    const created = yield* api.embedSessions.create({
+      path: { id: SurveyId.make(surveyId) },
+      payload: new EmbedSessionRequest({ externalUserId }),
+      headers: {}
     })
-    expect(created.status).toBe(201)
-    const path = new URL(bodyOf(EmbedBody, created).embedUrl).pathname
+    // Raw: the embed page is outside the HttpApi.
+    const path = new URL(created.embedUrl).pathname
     return { path, open: Effect.map(call("GET", path, { headers: { accept: "application/json" } }), (res) => res) }
   })
 
@@ -43,9 +47,9 @@ const startResponse = (surveyId: string, externalUserId: string, text: string, f
     const answers = surveyId === "srv_short"
       ? [{ questionId: "q_short_text", values: [text] }]
       : [{ questionId: "q_text", values: [text] }, { questionId: "q_pick", values: ["a"] }, { questionId: "q_num", values: ["5"] }]
-    const saved = yield* call("POST", "/respond/v1/responses", { token, body: json({ answers, finished }) })
-    expect(saved.status, saved.text).toBe(201)
-    return bodyOf(Saved, saved).responseId
+    const respondent = yield* clientFor(token)
+    const saved = yield* respondent.respondent.start({ payload: { answers, finished }, headers: {} })
+    return saved.responseId
   })
 
 const Counts = Schema.Struct({
@@ -89,7 +93,9 @@ layer(TestServer(respondentFixture))("deleting a response", (it) => {
       expect(res.status).toBe(204)
       expect(res.text).toBe("")
 
-      expect((yield* get(`/api/v1/surveys/srv_main/responses/${responseId}`, TOKENS.editor)).status).toBe(404)
+      const api = yield* clientFor(TOKENS.editor)
+      const gone = api.responses.get({ path: { id: SurveyId.make("srv_main"), responseId: ResponseId.make(responseId) } })
+      expect((yield* Effect.flip(gone))._tag).toBe("NotFound")
       const list = bodyOf(PageBody, yield* get("/api/v1/surveys/srv_main/responses?limit=100", TOKENS.editor))
       expect(list.data.map((r) => r.id)).not.toContain(responseId)
       const changed = bodyOf(PageBody, yield* get("/api/v1/surveys/srv_main/responses?updatedAfter=2000-01-01T00:00:00Z&limit=100", TOKENS.editor))

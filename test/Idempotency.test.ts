@@ -2,6 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Idempotency, storedKey } from "../src/Http/Idempotency.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
+import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
@@ -161,8 +164,14 @@ layer(TestServer(respondentFixture))("idempotent creation", (it) => {
   it.effect("erasing a person removes the remembered answers of their embed sessions", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      expect((yield* embed("erase-1", "person-f")).status).toBe(201)
-      expect((yield* embed("erase-2", "person-g")).status).toBe(201)
+      const api = yield* clientFor(TOKENS.editor)
+      for (const [key, externalUserId] of [["erase-1", "person-f"], ["erase-2", "person-g"]] as const) {
+        yield* api.embedSessions.create({
+          path: { id: SurveyId.make("srv_short") },
+          payload: new EmbedSessionRequest({ externalUserId }),
+          headers: { "idempotency-key": key }
+        })
+      }
       const [first, second] = [storedKey("erase-1"), storedKey("erase-2")]
       const keys = sql`SELECT idempotency_key AS key FROM idempotency_keys
         WHERE idempotency_key IN (${first}, ${second})`.pipe(
@@ -170,8 +179,8 @@ layer(TestServer(respondentFixture))("idempotent creation", (it) => {
         Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ key: Schema.String })), rows).map((r) => r.key).sort())
       )
       expect(yield* keys).toEqual([first, second].sort())
-      const erased = yield* call("POST", "/api/v1/erasures", { token: TOKENS.editor, body: json({ externalUserId: "person-f" }) })
-      expect(erased.status).toBe(200)
+      const erased = yield* api.erasures.create({ payload: { externalUserId: "person-f" } })
+      expect(erased.externalUserId).toBe("person-f")
       expect(yield* keys).toEqual([second])
     }))
 

@@ -3,8 +3,12 @@ import { expect, layer } from "@effect/vitest"
 import { Cause, Effect, Exit, Schema } from "effect"
 import { importFixtureInput } from "../src/Fixtures/Import.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { decodeAs, get, TestServer } from "./support/TestServer.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { clientFor } from "./support/ApiClient.js"
+import { decodeAs, TestServer } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
+
+const main = { path: { id: SurveyId.make("srv_main") } }
 
 const TokenHash = Schema.Struct({ tokenHash: Schema.String })
 
@@ -22,7 +26,8 @@ layer(TestServer(baseFixture))("fixture import", (it) => {
       expect(hashes.every((h) => /^[0-9a-f]{64}$/.test(h.tokenHash))).toBe(true)
       const dump = JSON.stringify(yield* sql`SELECT * FROM api_keys`)
       expect(dump).not.toContain(TOKENS.editor)
-      const survey = (yield* get("/api/v1/surveys/srv_main", TOKENS.editor)).body
+      const api = yield* clientFor(TOKENS.editor)
+      const survey = yield* api.surveys.get(main)
       expect(survey).toMatchObject({ responseCount: 3, questionCount: 4 })
     }))
 
@@ -40,8 +45,9 @@ layer(TestServer(baseFixture))("fixture import", (it) => {
           answers: [{ questionId: "q_text", values: ["later"] }]
         }]
       })
-      expect((yield* get("/api/v1/surveys/srv_main", TOKENS.editor)).body).toMatchObject({ title: "Main, renamed" })
-      expect((yield* get("/api/v1/surveys/srv_main/responses/rsp_2", TOKENS.editor)).body).toMatchObject({
+      const api = yield* clientFor(TOKENS.editor)
+      expect(yield* api.surveys.get(main)).toMatchObject({ title: "Main, renamed" })
+      expect(yield* api.responses.get({ path: { ...main.path, responseId: ResponseId.make("rsp_2") } })).toMatchObject({
         completed: true,
         answers: [{ fieldId: "q_text", value: "later", values: ["later"] }]
       })

@@ -2,6 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schedule, Schema } from "effect"
 import parsePrometheusTextFormat from "parse-prometheus-text-format"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientAt, outcomeOf } from "./support/ApiClient.js"
 import { freePort, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
 import { testDatabase } from "./support/TestServer.js"
 
@@ -48,12 +50,13 @@ describe("METRICS_PORT", () => {
       const server = yield* serveProcess(db.flags, { METRICS_PORT: String(metricsPort) })
       expect(yield* server.logged("Metrics on")).toContain(`Metrics on http://127.0.0.1:${metricsPort}/metrics`)
       const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`
-      const editor = { headers: { authorization: `Bearer ${TOKENS.editor}` } }
+      const api = yield* clientAt(server.base, TOKENS.editor)
+      const read = (id: string) => outcomeOf(api.surveys.get({ path: { id: SurveyId.make(id) } }))
 
       // Requests of one route and status only: the parser flattens a histogram's series into one
       // (it keeps no labels of them), so the histogram is read while it has a single series.
       for (const id of ["srv_main", "srv_draft", "srv_closed"]) {
-        expect((yield* request(`${server.base}/api/v1/surveys/${id}`, editor)).status).toBe(200)
+        expect(yield* read(id)).toBe("ok")
       }
       const first = yield* scrape(metricsUrl)
       expect(family(first, "http_server_requests_total").type).toBe("COUNTER")
@@ -67,8 +70,8 @@ describe("METRICS_PORT", () => {
       const bounds = buckets.filter(([le]) => le !== "+Inf").map(([le, n]) => [Number(le), n] as const).sort(([a], [b]) => a - b)
       bounds.forEach(([, n], i) => expect(n).toBeGreaterThanOrEqual(bounds[i - 1]?.[1] ?? 0))
 
-      expect((yield* request(`${server.base}/api/v1/surveys/srv_main`, editor)).status).toBe(200)
-      expect((yield* request(`${server.base}/api/v1/surveys/srv_nope`, editor)).status).toBe(404)
+      expect(yield* read("srv_main")).toBe("ok")
+      expect(yield* read("srv_nope")).toBe("NotFound")
       const after = yield* scrape(metricsUrl)
       expect(counted(after, "http_server_requests_total", byId)).toBe(4)
       expect(counted(after, "http_server_requests_total", { ...byId, status: "404" })).toBe(1)

@@ -6,7 +6,7 @@ import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { SurveyId } from "../src/Domain/Ids.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
-import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
+import { Deliveries } from "../src/Webhooks/Deliveries.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
@@ -62,12 +62,12 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       yield* openEventWrite(holder, "evt_late_commit")
       // ...while a later one commits first, with the higher number.
       const early = yield* complete("srv_main")
-      const repo = yield* DeliveryRepo
-      const fanning = yield* Effect.fork(repo.fanOut(0, 100))
+      const worker = yield* Deliveries
+      const fanning = yield* Effect.fork(worker.fanOut(0, 100))
       yield* waitingOrDone(observer, fanning)
       yield* onOutside(holder, "COMMIT")
       yield* Fiber.join(fanning)
-      yield* repo.fanOut(0, 100)
+      yield* worker.fanOut(0, 100)
 
       const all = yield* deliveries
       expect(all).toHaveLength(2)
@@ -84,11 +84,11 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
     Effect.gen(function*() {
       yield* register("http://127.0.0.1:9/hook")
       yield* complete("srv_main")
-      const repo = yield* DeliveryRepo
+      const worker = yield* Deliveries
       // The fan-out held on the table it writes after reading the outbox; an event committed
       // meanwhile would wait for the fan-out's end if the fan-out held the outbox.
-      expect(yield* writeWhileReaderHeld("deliveries", repo.fanOut(0, 100), complete("srv_main"))).toBe(1)
-      expect(yield* repo.fanOut(0, 100)).toBe(1)
+      expect(yield* writeWhileReaderHeld("deliveries", worker.fanOut(0, 100), complete("srv_main"))).toBe(1)
+      expect(yield* worker.fanOut(0, 100)).toBe(1)
       expect(yield* deliveries).toHaveLength(2)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 

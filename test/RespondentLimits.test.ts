@@ -10,6 +10,9 @@ import { addressKey, clientAddress, parseAddress, trustedProxies } from "../src/
 import { afterOne, fairShareOf, waitMs, WINDOW_MS } from "../src/Respondents/AdmissionTable.js"
 import { RespondentLimits } from "../src/Respondents/RespondentLimits.js"
 import { quotaRowsElsewhere } from "./support/Elsewhere.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
+import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { Count } from "./support/StoredRows.js"
@@ -118,12 +121,13 @@ layer(TestServer(respondentFixture, { respondentLimitPerAddress: 3, respondentLi
     it.effect("an embed URL loaded past the limit is not spent, and a PATCH past it changes nothing", () =>
       Effect.gen(function*() {
         yield* TestClock.adjust("2 minutes")
-        const created = yield* call("POST", "/api/v1/surveys/srv_short/embed-sessions", {
-          token: TOKENS.editor,
-          body: JSON.stringify({ externalUserId: "person-limited" })
+        const api = yield* clientFor(TOKENS.editor)
+        const short = { id: SurveyId.make("srv_short") }
+        const { embedUrl } = yield* api.embedSessions.create({
+          path: short,
+          payload: new EmbedSessionRequest({ externalUserId: "person-limited" }),
+          headers: {}
         })
-        expect(created.status).toBe(201)
-        const embedUrl = bodyOf(Schema.Struct({ embedUrl: Schema.String }), created).embedUrl
         const path = embedUrl.slice(embedUrl.indexOf("/embed/"))
         const embed = (address: string) =>
           call("GET", path, { headers: { accept: "application/json", "x-forwarded-for": address } })
@@ -142,8 +146,8 @@ layer(TestServer(respondentFixture, { respondentLimitPerAddress: 3, respondentLi
           body: JSON.stringify({ answers: [{ questionId: "q_short_text", values: ["changed"] }], finished: true })
         })
         expectLimited(patched)
-        const stored = yield* call("GET", `/api/v1/surveys/srv_short/responses/${responseId}`, { token: TOKENS.editor })
-        expect(bodyOf(Schema.Struct({ completed: Schema.Boolean }), stored).completed).toBe(false)
+        const stored = yield* api.responses.get({ path: { ...short, responseId: ResponseId.make(responseId) } })
+        expect(stored.completed).toBe(false)
 
         const loaded = yield* embed("203.0.113.61")
         expect(loaded.status).toBe(200)

@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Schema, TestClock } from "effect"
+import { ResponseId } from "../src/Domain/Ids.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { Count } from "./support/StoredRows.js"
 import { bodyOf, call, decodeAs, TestServer } from "./support/TestServer.js"
@@ -35,31 +37,29 @@ layer(TestServer(respondentFixture))("survey page loads", (it) => {
       expect(yield* count("SELECT count(*) AS n FROM respondent_tokens")).toBe(0)
 
       const token = tokens[7] ?? ""
-      const started = yield* call("POST", "/respond/v1/responses", {
-        token,
-        body: JSON.stringify({ answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: false })
+      const respondent = yield* clientFor(token)
+      const { responseId } = yield* respondent.respondent.start({
+        payload: { answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: false },
+        headers: {}
       })
-      expect(started.status).toBe(201)
-      const { responseId } = bodyOf(Schema.Struct({ responseId: Schema.String }), started)
-      const saved = yield* call("PATCH", `/respond/v1/responses/${responseId}`, {
-        token,
-        body: JSON.stringify({ answers: [{ questionId: "q_short_text", values: ["again"] }], finished: true })
+      const path = { responseId: ResponseId.make(responseId) }
+      const saved = yield* respondent.respondent.save({
+        path,
+        payload: { answers: [{ questionId: "q_short_text", values: ["again"] }], finished: true }
       })
-      expect(saved.status).toBe(200)
+      expect(saved).toBeDefined()
       // Another page's token may not change it; a forged or altered one is no token at all.
-      const other = yield* call("PATCH", `/respond/v1/responses/${responseId}`, {
-        token: tokens[8] ?? "",
-        body: JSON.stringify({ answers: [], finished: false })
-      })
-      expect(other.status).toBe(404)
+      const other = Effect.flatMap(clientFor(tokens[8] ?? ""), (api) =>
+        api.respondent.save({ path, payload: { answers: [], finished: false } }))
+      expect(yield* outcomeOf(other)).toBe("NotFound")
       const forged = token.replace(/\.[A-Za-z0-9_-]{43}$/, `.${"A".repeat(43)}`)
       expect(forged).not.toBe(token)
-      const refused = yield* call("POST", "/respond/v1/responses", { token: forged, body: JSON.stringify({ answers: [] }) })
-      expect(refused.status).toBe(401)
+      const startWith = (token: string) =>
+        outcomeOf(Effect.flatMap(clientFor(token), (api) => api.respondent.start({ payload: { answers: [], finished: false }, headers: {} })))
+      expect(yield* startWith(forged)).toBe("Unauthorized")
 
       // 24 hours after its load the token is refused, like a stored one.
       yield* TestClock.adjust("24 hours")
-      const late = yield* call("POST", "/respond/v1/responses", { token: tokens[9] ?? "", body: JSON.stringify({ answers: [] }) })
-      expect(late.status).toBe(401)
+      expect(yield* startWith(tokens[9] ?? "")).toBe("Unauthorized")
     }))
 })

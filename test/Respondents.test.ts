@@ -5,6 +5,8 @@ import { SurveyResponse } from "../src/Domain/Response.js"
 import { EventEnvelope } from "../src/Domain/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { storedRendering } from "./support/AnswerDocuments.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
+import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, decodeAs, ErrorCode, get, TestServer } from "./support/TestServer.js"
@@ -19,7 +21,6 @@ const PUBLIC_BASE_URL = "https://surveys.example.test"
 
 const json = (value: unknown) => JSON.stringify(value)
 
-const EmbedSessionBody = Schema.Struct({ embedUrl: Schema.String, expiresAt: Schema.String })
 const SurveyPageBody = Schema.Struct({
   survey: Schema.Struct({ id: Schema.String }),
   questions: Schema.Array(Schema.Struct({ id: Schema.String, type: Schema.String })),
@@ -33,12 +34,12 @@ const InvalidRequest = Schema.Struct({ code: Schema.String, message: Schema.Stri
 
 const createEmbed = (surveyId: string, externalUserId: string) =>
   Effect.gen(function*() {
-    const res = yield* call("POST", `/api/v1/surveys/${surveyId}/embed-sessions`, {
-      token: TOKENS.editor,
-      body: json({ externalUserId })
+    const api = yield* clientFor(TOKENS.editor)
+    const body = yield* api.embedSessions.create({
+      path: { id: SurveyId.make(surveyId) },
+      payload: new EmbedSessionRequest({ externalUserId }),
+      headers: {}
     })
-    expect(res.status).toBe(201)
-    const body = bodyOf(EmbedSessionBody, res)
     return { ...body, path: body.embedUrl.slice(PUBLIC_BASE_URL.length) }
   })
 

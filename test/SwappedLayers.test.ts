@@ -10,9 +10,9 @@ import { StoredCounts } from "./support/StoredRows.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, register, WebhookWorld } from "./support/WebhookWorld.js"
 import { TOKENS } from "./support/Fixtures.js"
+import { clientFor } from "./support/ApiClient.js"
 
 const PageBody = Schema.Struct({ respondentToken: Schema.String })
-const TestDelivered = Schema.Struct({ delivered: Schema.Boolean })
 
 /**
  * The live outbox, except that every append dies with `failure` after writing its event row:
@@ -87,8 +87,8 @@ describe("one signer for the HTTP API and the delivery worker", () => {
     return Effect.gen(function*() {
       const target = yield* receiver()
       yield* register(target.url)
-      const test = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
-      expect(bodyOf(TestDelivered, test).delivered).toBe(true)
+      const api = yield* clientFor(TOKENS.editor)
+      expect((yield* api.workspaceWebhooks.test()).delivered).toBe(true)
       const event = yield* complete("srv_main")
       const received = yield* eventually(target.received, (all) => all.length === 2)
       expect(received.map((r) => r.headers["x-signed-by"])).toEqual(["recording", "recording"])

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Duration, Effect, Schema } from "effect"
 import { join } from "node:path"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
+import type { AdvanceRequest } from "../src/TestClock/Api.js"
+import { clientAt, completeShortAt } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { freePort, PROCESS_TEST_TIMEOUT, processEnv, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
@@ -38,39 +42,27 @@ const json = (base: string, path: string, init: { method?: string; body?: unknow
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
   })
 
-const Advanced = Schema.parseJson(Schema.Struct({ now: Schema.String, deliveryAttempts: Schema.Number, jobsRun: Schema.Number }))
-const ClockReading = Schema.parseJson(Schema.Struct({ now: Schema.String, realNow: Schema.String }))
-const Attempts = Schema.parseJson(Schema.Struct({
-  data: Schema.Array(Schema.Struct({ attemptedAt: Schema.String, ok: Schema.Boolean, responseStatus: Schema.NullOr(Schema.Number) }))
-}))
-const Settings = Schema.parseJson(Schema.Struct({ enabled: Schema.Boolean, disabledReason: Schema.NullOr(Schema.String) }))
-const Usage = Schema.parseJson(Schema.Struct({ usedToday: Schema.Number, resetAt: Schema.String }))
-const Embed = Schema.parseJson(Schema.Struct({ embedUrl: Schema.String, expiresAt: Schema.String }))
 const ErrorBody = Schema.parseJson(Schema.Struct({
   code: Schema.String,
   message: Schema.String,
   issues: Schema.optional(Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String })))
 }))
 
-const advance = (base: string, body: unknown) =>
+/** Moves the clock of the process at `base` through the typed client: `by` is a duration, `to` an instant. */
+const advance = (base: string, body: { readonly by: Duration.DurationInput } | { readonly to: string }) =>
+  Effect.flatMap(clientAt(base, TOKENS.editor), (api) => {
+    const payload: typeof AdvanceRequest.Type = "by" in body ? { by: Duration.toMillis(body.by) } : body
+    return api.testClock.advance({ payload })
+  })
+
+/** An advance sent as written, in the wire's own ISO 8601 forms. */
+const advanceAsWritten = (base: string, body: { readonly by: string }) =>
   Effect.gen(function*() {
     const res = yield* json(base, "/api/v1/test/clock/advance", { method: "POST", body })
     expect(res.status, res.text).toBe(200)
-    return Schema.decodeUnknownSync(Advanced)(res.text)
+    return Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ now: Schema.String })))(res.text)
   })
 
-/** Completes a response to `srv_short` through the respondent API, as a respondent's browser would. */
-const completeResponse = (base: string) =>
-  Effect.gen(function*() {
-    const page = yield* request(`${base}/s/srv_short`, { headers: { accept: "application/json" } })
-    const { respondentToken } = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ respondentToken: Schema.String })))(page.text)
-    const saved = yield* request(`${base}/respond/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${respondentToken}`, "content-type": "application/json" },
-      body: JSON.stringify({ answers: [{ questionId: "q_short_text", values: ["hi"] }], finished: true })
-    })
-    expect(saved.status, saved.text).toBe(201)
-  })
 
 /** A command run to its end: its exit code and standard error. */
 const exited = (args: ReadonlyArray<string>) =>
@@ -98,24 +90,24 @@ describe("serve --test-clock", () => {
       const { flags } = yield* sharedDatabase(fixture)
       const target = yield* receiver(() => new Response("down", { status: 500 }))
       const server = yield* serveProcess([...flags, "--test-clock", START])
-      const put = yield* json(server.base, "/api/v1/webhooks", { method: "PUT", body: { targetUrl: target.url } })
-      expect(put.status, put.text).toBe(200)
-      yield* completeResponse(server.base)
+      const api = yield* clientAt(server.base, TOKENS.editor)
+      const put = yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url } })
+      expect(put.signingSecret).toMatch(/^whsec_/)
+      yield* completeShortAt(server.base)
       // The clock stands, and the first attempt goes out at once.
       yield* target.receivedAtLeast(1)
 
-      const walked = yield* advance(server.base, { by: "P2D" })
+      const walked = yield* advance(server.base, { by: "2 days" })
       expect(walked.now).toBe("2026-03-03T00:00:00.000Z")
       // The first attempt's seven retries.
       expect(walked.deliveryAttempts).toBe(7)
       const received = yield* target.received
       expect(received).toHaveLength(8)
-      const read = yield* json(server.base, "/api/v1/test/clock")
-      const clock = Schema.decodeUnknownSync(ClockReading)(read.text)
+      const [clock, read] = yield* api.testClock.get({ withResponse: true })
       expect(clock.now).toBe("2026-03-03T00:00:00.000Z")
       const realNow = Date.parse(clock.realNow)
       // The HTTP Date header and the log's timestamps stay real.
-      expect(Math.abs(Date.parse(read.headers.get("date") ?? "") - realNow)).toBeLessThan(600_000)
+      expect(Math.abs(Date.parse(read.headers["date"] ?? "") - realNow)).toBeLessThan(600_000)
       // The first line of the log says the clock is simulated.
       const firstLine = yield* server.logged("")
       expect(firstLine).toContain("clock simulated: the service's time is 2026-03-01T00:00:00.000Z")
@@ -125,7 +117,7 @@ describe("serve --test-clock", () => {
       for (const r of received) {
         expect(Math.abs(Number(r.headers["webhook-timestamp"]) * 1000 - realNow)).toBeLessThan(600_000)
       }
-      const log = Schema.decodeUnknownSync(Attempts)((yield* json(server.base, "/api/v1/webhooks/deliveries?limit=50")).text)
+      const log = yield* api.workspaceWebhooks.deliveries({ urlParams: { limit: 50 } })
       const instants = log.data.map((a) => Date.parse(a.attemptedAt)).sort((a, b) => a - b)
       expect(instants[0]).toBe(Date.parse(START))
       expect(log.data.every((a) => !a.ok && a.responseStatus === 500)).toBe(true)
@@ -140,14 +132,14 @@ describe("serve --test-clock", () => {
       // Given up: nothing more comes in the next days.
       expect((yield* advance(server.base, { to: "2026-03-07T00:00:00+00:00" })).deliveryAttempts).toBe(0)
       // Past day 5 the next failed attempt, made at once, disables the webhook (X1.4).
-      yield* completeResponse(server.base)
+      yield* completeShortAt(server.base)
       yield* target.receivedAtLeast(9)
       // An advance first lets the attempt under way be recorded; it makes none of its own.
-      expect((yield* advance(server.base, { by: "PT1M" })).deliveryAttempts).toBe(0)
-      const settings = Schema.decodeUnknownSync(Settings)((yield* json(server.base, "/api/v1/webhooks")).text)
+      expect((yield* advance(server.base, { by: "1 minute" })).deliveryAttempts).toBe(0)
+      const settings = yield* api.workspaceWebhooks.get()
       expect(settings.enabled).toBe(false)
       expect(settings.disabledReason).toBe("failing")
-      const after = Schema.decodeUnknownSync(Attempts)((yield* json(server.base, "/api/v1/webhooks/deliveries?limit=50")).text)
+      const after = yield* api.workspaceWebhooks.deliveries({ urlParams: { limit: 50 } })
       expect(after.data[0]?.attemptedAt).toBe("2026-03-07T00:00:00.000Z")
       expect(yield* target.received).toHaveLength(9)
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
@@ -156,37 +148,41 @@ describe("serve --test-clock", () => {
     Effect.gen(function*() {
       const { flags } = yield* sharedDatabase(fixture)
       const server = yield* serveProcess([...flags, "--test-clock", START])
+      const api = yield* clientAt(server.base, TOKENS.editor)
       const embed = () =>
-        Effect.map(
-          json(server.base, "/api/v1/surveys/srv_short/embed-sessions", { method: "POST", body: { externalUserId: "u1" } }),
-          (res) => Schema.decodeUnknownSync(Embed)(res.text)
-        )
+        api.embedSessions.create({
+          path: { id: SurveyId.make("srv_short") },
+          payload: new EmbedSessionRequest({ externalUserId: "u1" }),
+          headers: {}
+        })
       const load = (url: string) => Effect.map(request(url, { headers: { accept: "application/json" } }), (res) => res.status)
       const early = yield* embed()
       expect(early.expiresAt).toBe("2026-03-01T01:00:00.000Z")
-      yield* advance(server.base, { by: "PT59M" })
+      yield* advance(server.base, { by: "59 minutes" })
       expect(yield* load(early.embedUrl)).toBe(200)
       const late = yield* embed()
       expect(late.expiresAt).toBe("2026-03-01T01:59:00.000Z")
-      yield* advance(server.base, { by: "PT1H1M" })
+      yield* advance(server.base, { by: "61 minutes" })
       expect(yield* load(late.embedUrl)).toBe(410)
 
       yield* advance(server.base, { to: "2026-03-01T22:00:00Z" })
-      const first = yield* json(server.base, "/api/v1/usage", { token: TINY })
-      expect(Schema.decodeUnknownSync(Usage)(first.text)).toEqual({ usedToday: 1, resetAt: "2026-03-02T00:00:00.000Z" })
-      expect(first.headers.get("ratelimit-reset")).toBe("7200")
-      yield* json(server.base, "/api/v1/usage", { token: TINY })
-      yield* json(server.base, "/api/v1/usage", { token: TINY })
+      const tiny = yield* clientAt(server.base, TINY)
+      const [first, firstAnswer] = yield* tiny.usage.get({ withResponse: true })
+      expect(first).toMatchObject({ usedToday: 1, resetAt: "2026-03-02T00:00:00.000Z" })
+      expect(firstAnswer.headers["ratelimit-reset"]).toBe("7200")
+      yield* tiny.usage.get()
+      yield* tiny.usage.get()
+      expect((yield* Effect.flip(tiny.usage.get()))._tag).toBe("RateLimited")
+      // Raw: the wait is in Retry-After, which the typed error does not carry.
       const refused = yield* json(server.base, "/api/v1/usage", { token: TINY })
       expect(refused.status).toBe(429)
       expect(refused.headers.get("retry-after")).toBe("7200")
-      yield* advance(server.base, { by: "PT2H" })
-      const nextDay = yield* json(server.base, "/api/v1/usage", { token: TINY })
+      yield* advance(server.base, { by: "2 hours" })
+      const [usage, nextDay] = yield* tiny.usage.get({ withResponse: true })
       expect(nextDay.status).toBe(200)
-      const usage = Schema.decodeUnknownSync(Usage)(nextDay.text)
       expect(usage.usedToday).toBe(1)
       expect(usage.resetAt).toBe("2026-03-03T00:00:00.000Z")
-      expect(nextDay.headers.get("ratelimit-reset")).toBe("86400")
+      expect(nextDay.headers["ratelimit-reset"]).toBe("86400")
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 
   it.live("refuses advances it cannot make with 400 invalid_request and the field at fault", () =>
@@ -218,14 +214,18 @@ describe("serve --test-clock", () => {
       })
       expect(notJson.status).toBe(400)
       // Nothing moved.
-      expect(Schema.decodeUnknownSync(ClockReading)((yield* json(server.base, "/api/v1/test/clock")).text).now).toBe(START)
-      // At most 400 days, not before now: both ends are accepted.
-      expect((yield* advance(server.base, { by: "PT0S" })).now).toBe(START)
-      expect((yield* advance(server.base, { by: "P400D" })).now).toBe("2027-04-05T00:00:00.000Z")
+      const api = yield* clientAt(server.base, TOKENS.editor)
+      expect((yield* api.testClock.get()).now).toBe(START)
+      // At most 400 days, not before now: both ends are accepted, written as the wire writes them.
+      expect((yield* advanceAsWritten(server.base, { by: "PT0S" })).now).toBe(START)
+      expect((yield* advanceAsWritten(server.base, { by: "P400D" })).now).toBe("2027-04-05T00:00:00.000Z")
       // Editor keys only, of any workspace.
-      expect((yield* json(server.base, "/api/v1/test/clock", { token: TOKENS.viewer })).status).toBe(403)
-      expect((yield* json(server.base, "/api/v1/test/clock", { token: TOKENS.other })).status).toBe(200)
-      expect((yield* request(`${server.base}/api/v1/test/clock`)).status).toBe(401)
+      const viewer = yield* clientAt(server.base, TOKENS.viewer)
+      expect((yield* Effect.flip(viewer.testClock.get()))._tag).toBe("Forbidden")
+      const other = yield* clientAt(server.base, TOKENS.other)
+      expect((yield* other.testClock.get()).now).toBe("2027-04-05T00:00:00.000Z")
+      const anonymous = yield* clientAt(server.base)
+      expect((yield* Effect.flip(anonymous.testClock.get()))._tag).toBe("Unauthorized")
       const document = yield* request(`${server.base}/openapi.json`)
       expect(document.text).toContain("\"/api/v1/test/clock\"")
       expect(document.text).toContain("\"/api/v1/test/clock/advance\"")

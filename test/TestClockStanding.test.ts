@@ -1,8 +1,7 @@
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { SurveyId } from "../src/Domain/Ids.js"
-import { TestClockServiceApi } from "../src/TestClock/Api.js"
+import { clientAt, completeShortAt } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
@@ -11,28 +10,9 @@ import { eventually, receiver } from "./support/WebhookReceiver.js"
 const START = "2031-05-14T22:30:00.000Z"
 const short = { id: SurveyId.make("srv_short") }
 
-/** The typed client of a test-clock process at `base`, sending `token` as its bearer credential. */
-const clientAt = (base: string, token: string) =>
-  HttpApiClient.make(TestClockServiceApi, {
-    baseUrl: base,
-    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
-  }).pipe(Effect.provide(FetchHttpClient.layer))
-
 const SurveyPage = Schema.parseJson(Schema.Struct({ respondentToken: Schema.String }))
 const Envelope = Schema.parseJson(Schema.Struct({ id: Schema.String, type: Schema.String, timestamp: Schema.String }))
 
-/** A response to `srv_short` completed through the respondent API, as a survey page would: its id. */
-const completeResponse = (base: string) =>
-  Effect.gen(function*() {
-    // Raw: the survey page is outside the HttpApi.
-    const page = yield* request(`${base}/s/srv_short`, { headers: { accept: "application/json" } })
-    const respondent = yield* clientAt(base, Schema.decodeUnknownSync(SurveyPage)(page.text).respondentToken)
-    const { responseId } = yield* respondent.respondent.start({
-      payload: { answers: [{ questionId: "q_short_text", values: ["hi"] }], finished: true },
-      headers: {}
-    })
-    return responseId
-  })
 
 // An integrator's tests on a clock that stands: nothing here moves the clock, and every wait ends
 // when the receiver or the service shows what was awaited (v1-extensions §X5.1).
@@ -45,7 +25,7 @@ describe("serve --test-clock, while the clock stands", () => {
       const editor = yield* clientAt(server.base, TOKENS.editor)
       yield* editor.workspaceWebhooks.put({ payload: { targetUrl: target.url } })
 
-      const responseId = yield* completeResponse(server.base)
+      const responseId = yield* completeShortAt(server.base)
       const [completed] = yield* target.receivedAtLeast(1)
       const event = Schema.decodeUnknownSync(Envelope)(completed?.body)
       expect(event.type).toBe("response.completed")

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option, Schema, TestClock } from "effect"
 import type * as Pg from "pg"
-import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
+import { Deliveries } from "../src/Webhooks/Deliveries.js"
 import { baseFixture } from "./support/Fixtures.js"
 import { onOutside, openEventWrite, outsideConnection, serviceLockWaiters, waitingOrDone } from "./support/OutsideConnection.js"
 import { decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
@@ -80,8 +80,7 @@ describe.runIf(testDatabase === "postgres")("a webhook registered while an event
       yield* Fiber.join(registering)
       const later = yield* complete("srv_main", "ws_a", "rsp_2")
 
-      const repo = yield* DeliveryRepo
-      yield* repo.fanOut(0, 100)
+      yield* (yield* Deliveries).fanOut(0, 100)
       // The open event committed after the registration only if the registration answered first.
       expect(yield* deliveredEvents).toEqual(registeredFirst ? ["evt_open", later.id] : [later.id])
       // Here the registration waits for the open event: that event predates the webhook.

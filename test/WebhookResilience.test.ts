@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AppConfig } from "../src/Config.js"
-import { DeliveryRepo } from "../src/Webhooks/DeliveryRepo.js"
+import { Deliveries } from "../src/Webhooks/Deliveries.js"
 import { Signer } from "../src/Webhooks/Signer.js"
 import { Resolver, TARGET_REFUSED } from "../src/Webhooks/UrlPolicy.js"
 import { WebhookRepo } from "../src/Webhooks/WebhookRepo.js"
@@ -123,9 +123,9 @@ describe("supervision and durability", () => {
       yield* register(target.url)
       const event = yield* complete("srv_main")
       // Another worker fans out and claims the delivery, then dies without settling it.
-      const repo = yield* DeliveryRepo
-      yield* repo.fanOut(0, 100)
-      const claimed = yield* repo.claim({ now: 0, free: 10, perWebhook: 10, inFlight: new Map(), leaseMillis: 30_000 })
+      const worker = yield* Deliveries
+      yield* worker.fanOut(0, 100)
+      const claimed = yield* worker.claim({ now: 0, free: 10, perWebhook: 10, inFlight: new Map(), leaseMillis: 30_000 })
       expect(claimed.rows.map((c) => c.eventId)).toEqual([event.id])
       yield* advance("29 seconds")
       expect(claimedIn(yield* workerAsleep)).toBe(0)

@@ -15,6 +15,7 @@ import { SurveyPage } from "../src/Surveys/Api.js"
 import { Usage } from "../src/Quota/Api.js"
 import { SurveyColumns, surveyListWireOf } from "../src/Surveys/SurveyRepo.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
+import { clientFor } from "./support/ApiClient.js"
 import { bodyOf, get, TestServer } from "./support/TestServer.js"
 import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
 
@@ -62,8 +63,8 @@ layer(TestServer(baseFixture))("pre-encoded read answers match their declared sc
 
   it.effect("questions leave out sections and deleted questions", () =>
     Effect.gen(function*() {
-      const res = yield* get("/api/v1/surveys/srv_main/questions", TOKENS.editor)
-      const list = Schema.decodeUnknownSync(QuestionList)(res.body)
+      const api = yield* clientFor(TOKENS.editor)
+      const list = yield* api.questions.list({ path: { id: SurveyId.make("srv_main") } })
       expect(list.data.map((q) => q.id)).toEqual(["q_text", "q_pick", "q_rank", "q_num"])
     }))
 })

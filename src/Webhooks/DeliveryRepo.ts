@@ -1,12 +1,10 @@
-import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { Clock, Effect, Metric, Option, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema, type Statement } from "@effect/sql"
+import { Effect, Option, ParseResult, Schema } from "effect"
 import { Instance } from "../Background/JobLeases.js"
 import { WebhookId } from "../Domain/Ids.js"
 import { type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SqlDialect, upToSeq } from "../Sql/Dialect.js"
-import { webhookDeliveries } from "../Telemetry/Metrics.js"
-import { attemptsAllowed, firstFree, intervalMillis, madeFrom } from "./Rate.js"
-import { WebhookRepo, type NewAttempt } from "./WebhookRepo.js"
+import type { NewAttempt } from "./WebhookRepo.js"
 
 /** A claimed delivery as read: the webhook's columns are null once it was removed. */
 const ClaimedRow = Schema.Struct({
@@ -62,25 +60,7 @@ const toClaimed = (
     })
 })
 
-/** What a claim leased, and when a webhook held back by its rate may next be attempted (none when none was). */
-export interface Claim {
-  readonly rows: ReadonlyArray<ClaimedDelivery>
-  readonly heldUntil: number | null
-}
-
 const SettledRows = Schema.Array(Schema.Struct({ state: Schema.String }))
-
-/** What became of an attempt, as `webhook_deliveries_total` counts it. */
-type DeliveryOutcome = "delivered" | "retrying" | "given_up" | "disabled"
-
-const byOutcome: Record<DeliveryOutcome, Metric.Metric.Counter<number>> = {
-  delivered: Metric.tagged(webhookDeliveries, "outcome", "delivered"),
-  retrying: Metric.tagged(webhookDeliveries, "outcome", "retrying"),
-  given_up: Metric.tagged(webhookDeliveries, "outcome", "given_up"),
-  disabled: Metric.tagged(webhookDeliveries, "outcome", "disabled")
-}
-
-const countDelivery = (outcome: DeliveryOutcome) => Metric.increment(byOutcome[outcome])
 
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
@@ -103,12 +83,16 @@ const SlotRow = Schema.Struct({ id: WebhookId, nextSlotAt: Schema.Number })
 const IdRow = Schema.Struct({ id: Schema.Number })
 const Depth = Schema.Struct({ depth: Schema.Number, oldestDueAt: Schema.NullOr(Schema.Number) })
 
-/** Fan-out from the outbox, claiming and settling deliveries. SQL failures are defects here. */
+/**
+ * The statements of the outbox's fan-out and of deliveries: claiming, settling, releasing and
+ * renewing their leases. The fan-out, the claim and the settling run inside the caller's
+ * transaction (src/Webhooks/Deliveries.ts), a failure of the database left to it; the other
+ * statements run on their own, a failure of the database a defect.
+ */
 export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/DeliveryRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* SqlDialect
-    const webhooks = yield* WebhookRepo
     // Leases carry this process's name: it renews and releases only its own.
     const owner = (yield* Instance).id
 
@@ -124,37 +108,46 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     })
 
     /**
-     * Creates one delivery per new event and matching webhook, and moves the cursor past those
-     * events, in one transaction: each event fans out once, and a crash repeats nothing. On
-     * PostgreSQL events of transactions still open may hold numbers below those already visible:
-     * the fan-out first reads how far the outbox is settled (`settledSeq`, in a short transaction
-     * of its own) and never moves the cursor past it.
+     * How far the outbox is settled: on PostgreSQL events of transactions still open may hold
+     * numbers below those already visible, and the fan-out never moves its cursor past this
+     * (`settledSeq`, a short transaction of its own, never inside the caller's). None on SQLite.
      */
-    const fanOut = Effect.fn("DeliveryRepo.fanOut")(
-      function*(now: number, batch: number) {
-        const upTo = yield* dialect.settledSeq("events")
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          // One process at a time moves the cursor: on PostgreSQL its row stays locked until commit (on
-          // SQLite the transaction holds the write lock from its start).
-          const row = (yield* readCursor({ batch, upTo }))[0]
-          if (row === undefined || row.maxSeq === null) return 0
-          yield* sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
-            SELECT e.seq, e.id, w.id, 'pending', 0, ${now}, 0, ${now}
-            FROM events e
-            JOIN webhooks w ON w.workspace_id = e.workspace_id
-              AND (w.survey_id IS NULL OR w.survey_id = e.survey_id)
-              AND w.since_seq < e.seq
-              AND w.disabled_reason IS NULL
-            JOIN webhook_event_types f ON f.webhook_id = w.id AND f.event_type = e.type
-            WHERE e.seq > ${row.lastSeq} AND e.seq <= ${row.maxSeq}
-            ORDER BY e.seq
-            ON CONFLICT DO NOTHING`
-          yield* sql`UPDATE outbox_cursors SET last_seq = ${row.maxSeq} WHERE name = 'webhooks'`
-          return row.maxSeq - row.lastSeq
-        }))
-      },
-      Effect.orDie
-    )
+    const settledEvents = dialect.settledSeq("events").pipe(Effect.orDie)
+
+    /**
+     * The fan-out cursor and the highest event number of its next `batch`, up to `upTo`; none when
+     * no event is new. One process at a time moves the cursor: on PostgreSQL its row stays locked
+     * until the caller's transaction ends (on SQLite the transaction holds the write lock from its
+     * start).
+     */
+    const cursor = (batch: number, upTo: number | undefined) =>
+      readCursor({ batch, upTo }).pipe(
+        Effect.map((rows) => {
+          const row = rows[0]
+          return row === undefined || row.maxSeq === null ? Option.none() : Option.some({ from: row.lastSeq, to: row.maxSeq })
+        }),
+        Effect.catchTag("ParseError", Effect.die)
+      )
+
+    /**
+     * One delivery per event numbered in (from, to] and matching webhook: same workspace, the
+     * survey's webhook or the workspace's, registered before the event, enabled, and with the
+     * event type among its types.
+     */
+    const fanOutRange = (range: { readonly from: number; readonly to: number }, now: number) =>
+      sql`INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
+        SELECT e.seq, e.id, w.id, 'pending', 0, ${now}, 0, ${now}
+        FROM events e
+        JOIN webhooks w ON w.workspace_id = e.workspace_id
+          AND (w.survey_id IS NULL OR w.survey_id = e.survey_id)
+          AND w.since_seq < e.seq
+          AND w.disabled_reason IS NULL
+        JOIN webhook_event_types f ON f.webhook_id = w.id AND f.event_type = e.type
+        WHERE e.seq > ${range.from} AND e.seq <= ${range.to}
+        ORDER BY e.seq
+        ON CONFLICT DO NOTHING`.pipe(Effect.asVoid)
+
+    const moveCursor = (to: number) => sql`UPDATE outbox_cursors SET last_seq = ${to} WHERE name = 'webhooks'`.pipe(Effect.asVoid)
 
     const claimedById = SqlSchema.findAll({
       Request: Schema.Array(Schema.Number),
@@ -204,7 +197,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
         sql`SELECT w.id, w.next_slot_at FROM webhooks w WHERE w.id IN ${sql.in(ids)} ORDER BY w.id${dialect.lockRows("w")}`
     })
 
-    const lease = SqlSchema.findAll({
+    const leaseRows = SqlSchema.findAll({
       Request: Schema.Struct({ ids: Schema.Array(Schema.Number), now: Schema.Number, until: Schema.Number }),
       Result: IdRow,
       execute: ({ ids, now, until }) =>
@@ -213,121 +206,48 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
             RETURNING id`
     })
 
-    /**
-     * Leases up to `free` due deliveries, oldest first, taking from each webhook at most what
-     * keeps its in-flight count under `perWebhook`: a slow endpoint holds a few slots, never all,
-     * and a webhook with a deep backlog cannot hide the others' deliveries behind its own.
-     * The lease is taken by a conditional update: of several processes claiming at once, each
-     * delivery goes to one (the others' updates find its lease taken and skip it).
-     *
-     * A webhook with a rate gives each leased delivery the next slot of its schedule
-     * (src/Webhooks/Rate.ts); those beyond the slots open now stay queued, in due order, and are
-     * not attempts. Webhooks without a rate cost no statement more.
-     */
-    const claim = Effect.fn("DeliveryRepo.claim")(
-      function*(input: {
-        now: number
-        free: number
-        perWebhook: number
-        inFlight: ReadonlyMap<string, number>
-        leaseMillis: number
-      }) {
-        const { now, perWebhook } = input
-        const due = yield* dueRows({ now, perWebhook })
-        const rates = new Map<WebhookId, number>()
-        for (const row of due) if (row.perSecond !== null) rates.set(row.webhookId, row.perSecond)
-        const slots = new Map<string, number>()
-        // Slots are counted from the time they are taken, after the wait for the lock: a slot dated
-        // back to the round's start would be one the rate never gave.
-        let slotNow = now
-        if (rates.size > 0) {
-          const rows = yield* slotsOf([...rates.keys()])
-          slotNow = Math.max(now, yield* Clock.currentTimeMillis)
-          for (const row of rows) slots.set(row.id, firstFree(row.nextSlotAt, slotNow))
-        }
-        const taken = new Map<string, number>()
-        const list: Array<number> = []
-        const held = new Set<string>()
-        for (const row of due) {
-          if (list.length >= input.free) break
-          const count = (input.inFlight.get(row.webhookId) ?? 0) + (taken.get(row.webhookId) ?? 0)
-          if (count >= perWebhook) continue
-          const perSecond = rates.get(row.webhookId)
-          const start = slots.get(row.webhookId)
-          if (
-            perSecond !== undefined && start !== undefined &&
-            (taken.get(row.webhookId) ?? 0) >= attemptsAllowed(start, slotNow, perSecond)
-          ) {
-            held.add(row.webhookId)
-            continue
-          }
-          taken.set(row.webhookId, (taken.get(row.webhookId) ?? 0) + 1)
-          list.push(row.id)
-        }
-        const leased = list.length === 0 ? [] : yield* lease({ ids: list, now, until: now + input.leaseMillis })
-        let heldUntil: number | null = null
-        if (rates.size > 0) {
-          const byWebhook = new Map(due.map((row) => [row.id, row.webhookId]))
-          const leasedOf = new Map<string, number>()
-          for (const { id } of leased) {
-            const webhookId = byWebhook.get(id)
-            if (webhookId !== undefined) leasedOf.set(webhookId, (leasedOf.get(webhookId) ?? 0) + 1)
-          }
-          for (const [webhookId, perSecond] of rates) {
-            const start = slots.get(webhookId)
-            if (start === undefined) continue
-            const next = start + (leasedOf.get(webhookId) ?? 0) * intervalMillis(perSecond)
-            if ((leasedOf.get(webhookId) ?? 0) > 0) {
-              yield* sql`UPDATE webhooks SET next_slot_at = ${next} WHERE id = ${webhookId}`
-            }
-            if (held.has(webhookId)) {
-              const at = madeFrom(next, perSecond)
-              heldUntil = heldUntil === null ? at : Math.min(heldUntil, at)
-            }
-          }
-        }
-        const rows = leased.length === 0 ? [] : (yield* claimedById(leased.map((row) => row.id))).map(toClaimed)
-        return { rows, heldUntil } satisfies Claim
-      },
-      (effect) => Effect.orDie(sql.withTransaction(effect))
-    )
+    /** A row that does not decode is a defect; a failure of the database is the caller's. */
+    const dieOnParse = <A, R>(
+      effect: Effect.Effect<A, SqlError.SqlError | ParseResult.ParseError, R>
+    ): Effect.Effect<A, SqlError.SqlError, R> => Effect.catchTag(effect, "ParseError", (error) => Effect.die(error))
+
+    /** Each enabled webhook's first `perWebhook` deliveries due at `now` and not leased, oldest first. */
+    const due = (now: number, perWebhook: number) => dieOnParse(dueRows({ now, perWebhook }))
 
     /**
-     * Logs attempts and moves their deliveries on (delivered, retried at `nextAttemptAt`, or
-     * given up), many in one transaction.
+     * The next free slots of rated webhooks (src/Webhooks/Rate.ts); their rows stay locked until
+     * the caller's transaction ends: of several processes claiming at once, each takes its slots
+     * after the other's.
      */
-    const settle = Effect.fn("DeliveryRepo.settle")(
-      function*(settled: ReadonlyArray<Settled>) {
-        const outcomes: Array<DeliveryOutcome> = []
-        for (const { attempt, deliveryId, next, webhookId } of settled) {
-          const disabled = yield* webhooks.recordOutcome(webhookId, attempt)
-          // A delivery whose webhook was switched off meanwhile is not retried.
-          const rows = yield* sql`UPDATE deliveries SET attempts = attempts + 1,
-                       state = CASE WHEN ${next.state} = 'pending' AND EXISTS (
-                         SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.disabled_reason IS NOT NULL
-                       ) THEN 'given_up' ELSE ${next.state} END,
-                       next_attempt_at = ${next.nextAttemptAt}, lease_until = 0, lease_owner = NULL
-                     WHERE id = ${deliveryId} AND lease_owner = ${owner}
-                     RETURNING state`.pipe(Effect.flatMap(Schema.decodeUnknown(SettledRows)))
-          const ended = rows[0]?.state === "given_up" && next.state === "pending"
-          outcomes.push(
-            next.state === "delivered"
-              ? "delivered"
-              : Option.isSome(disabled) || ended
-              ? "disabled"
-              : next.state === "pending"
-              ? "retrying"
-              : "given_up"
-          )
-        }
-        return outcomes
-      },
-      (effect) =>
-        Effect.orDie(sql.withTransaction(effect)).pipe(
-          // Counted once the outcomes are committed (v1-extensions §X4).
-          Effect.flatMap((outcomes) => Effect.forEach(outcomes, countDelivery, { discard: true }))
-        )
-    )
+    const slots = (ids: ReadonlyArray<WebhookId>) => dieOnParse(slotsOf(ids))
+
+    /**
+     * Leases those of the deliveries not leased meanwhile to this process until `until`; answers
+     * their ids. A conditional update: of several processes claiming at once, each delivery goes
+     * to one (the others' updates find its lease taken and skip it).
+     */
+    const lease = (ids: ReadonlyArray<number>, now: number, until: number) =>
+      dieOnParse(leaseRows({ ids, now, until })).pipe(Effect.map((rows) => rows.map((row) => row.id)))
+
+    /** The leased deliveries with what their attempts need, in due order. */
+    const claimed = (ids: ReadonlyArray<number>) => dieOnParse(claimedById(ids)).pipe(Effect.map((rows) => rows.map(toClaimed)))
+
+    /**
+     * Moves a delivery this process leased on after an attempt, its lease released; a pending one
+     * whose webhook was switched off meanwhile is given up instead. Answers its state as written.
+     */
+    const settleDelivery = (deliveryId: number, next: Settled["next"]) =>
+      sql`UPDATE deliveries SET attempts = attempts + 1,
+            state = CASE WHEN ${next.state} = 'pending' AND EXISTS (
+              SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.disabled_reason IS NOT NULL
+            ) THEN 'given_up' ELSE ${next.state} END,
+            next_attempt_at = ${next.nextAttemptAt}, lease_until = 0, lease_owner = NULL
+          WHERE id = ${deliveryId} AND lease_owner = ${owner}
+          RETURNING state`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(SettledRows)),
+        dieOnParse,
+        Effect.map((rows) => rows[0]?.state)
+      )
 
     /** Ends a delivery whose webhook was removed; nothing is sent. */
     const drop = (deliveryId: number) =>
@@ -403,6 +323,21 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
                  (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending') AS oldest_due_at`
     })(undefined).pipe(Effect.orDie)
 
-    return { fanOut, claim, settle, drop, release, renew, outlook, depth } as const
+    return {
+      settledEvents,
+      cursor,
+      fanOutRange,
+      moveCursor,
+      due,
+      slots,
+      lease,
+      claimed,
+      settleDelivery,
+      drop,
+      release,
+      renew,
+      outlook,
+      depth
+    } as const
   })
 }) {}

@@ -9,6 +9,7 @@ import { AppConfig } from "../Config.js"
 import { oldestDueDeliveryAge, outboxDepth } from "../Telemetry/Metrics.js"
 import { attemptOnce } from "./Attempt.js"
 import { honouredSecrets } from "../Domain/Webhook.js"
+import { Deliveries } from "./Deliveries.js"
 import { type ClaimedDelivery, DeliveryRepo, type Settled } from "./DeliveryRepo.js"
 import { DeliveryRounds, DeliverySettings } from "./DeliverySettings.js"
 import { nextAttemptAt } from "./RetrySchedule.js"
@@ -77,6 +78,7 @@ export const attemptDelivery = Effect.fn("DeliveryWorker.attempt")(function*(row
 export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("Webhooks/DeliveryWorker", {
   scoped: Effect.gen(function*() {
     const repo = yield* DeliveryRepo
+    const deliveries = yield* Deliveries
     const settings = yield* DeliverySettings
     const observer = (yield* DeliveryRounds).completed
     const wake = yield* Queue.sliding<void>(1)
@@ -108,7 +110,7 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("Webhooks/D
       yield* waiting(Number.POSITIVE_INFINITY)
       const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(toSettle, 1, 256))
       yield* working
-      const written = yield* Effect.exit(repo.settle(batch.map((b) => b.settled)))
+      const written = yield* Effect.exit(deliveries.settle(batch.map((b) => b.settled)))
       yield* Effect.forEach(batch, (b) => Deferred.done(b.done, written), { discard: true })
     }).pipe(Effect.forever)
 
@@ -171,7 +173,7 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("Webhooks/D
         const readAt = yield* realTimeMillis
         let acted = false
         if (readOutbox || readAt - lastFanOut >= fanOutEvery || fanned >= settings.batch) {
-          fanned = seen.eventsWaiting ? yield* repo.fanOut(now, settings.batch) : 0
+          fanned = seen.eventsWaiting ? yield* deliveries.fanOut(now, settings.batch) : 0
           lastFanOut = readAt
           acted = seen.eventsWaiting
         }
@@ -180,7 +182,7 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("Webhooks/D
         let held: number | null = null
         if (slots.free > 0 && (fanned > 0 || seen.dueNow)) {
           acted = true
-          const claim = yield* repo.claim({
+          const claim = yield* deliveries.claim({
             now,
             free: slots.free,
             perWebhook: settings.perWebhook,

@@ -1,11 +1,12 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Duration, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { makeId, SurveyId, WebhookId, webhookId as asWebhookId, WorkspaceId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
 import { DisabledReason, type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { inBatches } from "../Sql/Transactions.js"
+import type { HealthMove } from "./Health.js"
 import type { WebhookScope } from "./RedeliveryRepo.js"
 import { expiredSecretsPurge } from "./SecretPurgeSql.js"
 
@@ -20,8 +21,6 @@ const WebhookRow = Schema.Struct({
   maxAttemptsPerSecond: Schema.NullOr(Schema.Number),
   disabledReason: Schema.NullOr(DisabledReason)
 })
-/** A webhook's row: its secrets and state, without its event types. */
-export type StoredWebhook = typeof WebhookRow.Type
 
 /** A configured endpoint, survey-scoped or workspace-wide (`surveyId` null), with the event types it receives in catalogue order. */
 export interface Webhook {
@@ -42,8 +41,6 @@ export interface Webhook {
 
 const catalogue = SubscribableEventType.literals
 
-/** How long a webhook may fail without a single success before it is switched off (v1-extensions §X1.4). */
-export const failingFor = Duration.days(5)
 /** A webhook beside one of its event types (null when it has none). */
 const WebhookTypeRow = Schema.Struct({ ...WebhookRow.fields, eventType: Schema.NullOr(SubscribableEventType) })
 
@@ -274,42 +271,36 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     })
 
     /**
-     * Moves a webhook's record of failures on after one of its attempts (v1-extensions §X1.4):
-     * a success clears it; a 410 switches the webhook off at once, and so does a failure when
-     * every attempt has failed for more than 5 days. Switched off, its pending deliveries end
-     * without being attempted. Answers the reason when this attempt switched it off.
+     * Moves a webhook's record of failures on as src/Webhooks/Health.ts says: cleared, or failing
+     * since its first failure and switched off when the move says so. Switched off, its pending
+     * deliveries end without being attempted. Answers the reason when this move switched it off.
      */
-    const recordHealth = Effect.fn("WebhookRepo.recordHealth")(function*(input: {
-      readonly webhookId: WebhookId
-      readonly ok: boolean
-      readonly responseStatus: number | null
-      readonly attemptedAt: number
-    }) {
-      if (input.ok) {
-        yield* sql`UPDATE webhooks SET failing_since = NULL WHERE id = ${input.webhookId} AND failing_since IS NOT NULL`
+    const recordHealth = Effect.fn("WebhookRepo.recordHealth")(function*(webhookId: WebhookId, move: HealthMove) {
+      if (move._tag === "Succeeded") {
+        yield* sql`UPDATE webhooks SET failing_since = NULL WHERE id = ${webhookId} AND failing_since IS NOT NULL`
         return Option.none<DisabledReason>()
       }
       const rows = yield* moveHealth({
-        webhookId: input.webhookId,
-        gone: input.responseStatus === 410,
-        failingBefore: input.attemptedAt - Duration.toMillis(failingFor),
-        attemptedAt: input.attemptedAt
+        webhookId,
+        gone: move.gone,
+        failingBefore: move.failingBefore,
+        attemptedAt: move.attemptedAt
       })
       const reason = Option.fromNullable(rows[0]?.disabledReason)
       if (Option.isSome(reason)) {
         // Leases stay: an attempt in flight still settles its delivery, and nothing requeues it meanwhile.
         yield* sql`UPDATE deliveries SET state = 'given_up'
-                   WHERE webhook_id = ${input.webhookId} AND state = 'pending'`
+                   WHERE webhook_id = ${webhookId} AND state = 'pending'`
         yield* Effect.logWarning("webhook disabled").pipe(
-          Effect.annotateLogs({ webhookId: input.webhookId, reason: reason.value })
+          Effect.annotateLogs({ webhookId, reason: reason.value })
         )
       }
       return reason
     }, Effect.orDie)
 
     /** Logs an attempt of a webhook and moves its record of failures on; inside the caller's transaction. */
-    const recordOutcome = (webhookId: WebhookId, attempt: NewAttempt) =>
-      Effect.zipRight(recordAttempt(attempt).pipe(Effect.orDie), recordHealth({ webhookId, ...attempt }))
+    const recordOutcome = (webhookId: WebhookId, attempt: NewAttempt, move: HealthMove) =>
+      Effect.zipRight(recordAttempt(attempt).pipe(Effect.orDie), recordHealth(webhookId, move))
 
     const listWorkspace = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, limit: Schema.Number }),

@@ -9,6 +9,7 @@ import { afterRotation, honouredSecrets, previousSecretsExpireAt, secretOverlapM
 import { Transactions } from "../Sql/Transactions.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { attemptOnce } from "./Attempt.js"
+import { healthMove } from "./Health.js"
 import { firstFree, intervalMillis, madeFrom } from "./Rate.js"
 import { eventRetention, Redelivery } from "./Redelivery.js"
 import type { WebhookScope } from "./RedeliveryRepo.js"
@@ -240,7 +241,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
         error: outcome.error,
         attemptedAt: now
       }
-      yield* inTransaction(repo.recordOutcome(webhook.id, attempt))
+      yield* inTransaction(repo.recordOutcome(webhook.id, attempt, healthMove(attempt)))
       return { delivered: outcome.ok }
     })
 

@@ -2,12 +2,13 @@ import { SqlClient } from "@effect/sql"
 import { Chunk, Clock, Context, Effect, Layer, Queue, Ref, Schema } from "effect"
 import { WebhookBackgroundLive } from "../../src/App.js"
 import type { AppSettings } from "../../src/Config.js"
+import { SurveyId } from "../../src/Domain/Ids.js"
 import { Outbox } from "../../src/Events/OutboxRepo.js"
-import { WebhookRegistered } from "../../src/Webhooks/Api.js"
 import { type DeliveryRound, DeliveryRounds, DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
 import type { Signer } from "../../src/Webhooks/Signer.js"
+import { clientFor } from "./ApiClient.js"
 import { baseFixture, TOKENS } from "./Fixtures.js"
-import { bodyOf, call, decodeAs, TestServer } from "./TestServer.js"
+import { decodeAs, TestServer } from "./TestServer.js"
 
 type Settings = typeof DeliverySettings.Service
 
@@ -79,13 +80,16 @@ export const workerAsleep = Effect.gen(function*() {
 export const claimedIn = ({ rounds }: { readonly rounds: ReadonlyArray<DeliveryRound> }) =>
   rounds.reduce((sum, round) => sum + round.claimed, 0)
 
-/** Registers a webhook through the API and answers its signing secret. */
+/** Registers a webhook through the typed client and answers its signing secret. */
 export const register = (targetUrl: string, surveyId?: string, token: string = TOKENS.editor) =>
   Effect.gen(function*() {
-    const path = surveyId === undefined ? "/api/v1/webhooks" : `/api/v1/surveys/${surveyId}/webhook`
-    const res = yield* call("PUT", path, { token, body: JSON.stringify({ targetUrl }) })
-    if (res.status !== 200) return yield* Effect.dieMessage(`PUT ${path} answered ${res.status}: ${res.text}`)
-    const body = bodyOf(WebhookRegistered, res)
+    const api = yield* clientFor(token)
+    const registered = surveyId === undefined
+      ? api.workspaceWebhooks.put({ payload: { targetUrl } })
+      : api.surveyWebhook.put({ path: { id: SurveyId.make(surveyId) }, payload: { targetUrl } })
+    const body = yield* registered.pipe(
+      Effect.catchAll((error) => Effect.dieMessage(`registering ${targetUrl} for ${surveyId ?? "the workspace"} failed: ${error}`))
+    )
     return body.signingSecret
   })
 
