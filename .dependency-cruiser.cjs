@@ -16,6 +16,27 @@ module.exports = {
       to: { path: "^src/Sql/", pathNot: "^src/Sql/(Transactions|Readiness|Busy)\\.ts$" }
     },
     {
+      name: "database-drivers-in-clients",
+      comment: "The database drivers are opened by src/Sql's clients (Sqlite, Postgres, PgServiceClient, ExportClient, the reader, the backup) and, for bun:sqlite, by the quota file and its migration; every other module goes through @effect/sql.",
+      severity: "error",
+      from: {
+        path: "^src/",
+        pathNot: [
+          "^src/Sql/(Sqlite|Postgres|PgServiceClient|ExportClient|Reader|Backup)\\.ts$",
+          "^src/Quota/QuotaFile(Sql|Store)\\.ts$",
+          "^src/Sql/migrations/0013_quota_file\\.ts$"
+        ]
+      },
+      to: { path: ["^node_modules/(@effect/sql-(pg|sqlite-bun)|pg)/", "^bun:sqlite$", "^pg$"] }
+    },
+    {
+      name: "pg-client-class-behind-the-pool",
+      comment: "The pg.Client subclass (src/Sql/PgServiceClient.ts) is the PostgreSQL pool's connection class and nothing else's.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/Sql/(Postgres|PgServiceClient)\\.ts$" },
+      to: { path: "^src/Sql/PgServiceClient\\.ts$" }
+    },
+    {
       name: "http-through-services",
       comment: "A feature's Http.ts maps requests onto its services and imports no repository (a row type aside). The features listed in pathNot still read through repositories from their handlers.",
       severity: "error",

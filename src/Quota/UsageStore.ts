@@ -2,6 +2,7 @@ import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../Config.js"
 import type { ServiceUnavailable } from "../Domain/Errors.js"
 import { SqlDialect } from "../Sql/Dialect.js"
+import { busyTimeoutMs } from "../Sql/Sqlite.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { makeMemoryUsageStore } from "./MemoryUsageStore.js"
 import { makePgUsageStore } from "./PgUsageStore.js"
@@ -70,7 +71,7 @@ export const UsageStoreLive = Layer.scoped(
   UsageStore,
   Effect.flatMap(SqlDialect, (dialect) =>
     dialect.choose<Effect.Effect<UsageStoreShape, QuotaFileError, Effect.Effect.Context<typeof makePgUsageStore> | AppConfig | Scope.Scope>>({
-      sqlite: () => Effect.flatMap(AppConfig, (config) => makeQuotaFileStore(config.sqliteBusyTimeoutMs ?? 5000)),
+      sqlite: () => Effect.flatMap(AppConfig, (config) => makeQuotaFileStore(busyTimeoutMs(config))),
       pg: () => makePgUsageStore
     }))
 )

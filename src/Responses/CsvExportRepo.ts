@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.js"
 import type { ResponseStatusFilter } from "../Domain/Response.js"
-import { exportConcurrency, ExportSql, ExportSqlLive } from "../Sql/Database.js"
+import { exportConcurrency, ExportSql, ExportSqlLive } from "../Sql/ExportClient.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { column, nullableText, type Row, rowShape } from "../Sql/Rows.js"
 import type { DatabaseError } from "../Sql/Transactions.js"

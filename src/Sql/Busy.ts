@@ -38,8 +38,8 @@ export const isPgUnavailable = (error: unknown): boolean => {
  * True when PostgreSQL refused a prepared statement whose result columns changed type since it
  * was prepared ("cached plan must not change result type": a migration altered a column while the
  * process ran). The statement did nothing and its transaction, if any, rolled back; the
- * connection prepares its statements anew (src/Sql/Database.ts `serviceClient`), so the request
- * may be retried.
+ * connection prepares its statements anew (src/Sql/PgServiceClient.ts `serviceClient`), so the
+ * request may be retried.
  */
 export const isStalePlan = (error: unknown): boolean => {
   const cause = error instanceof SqlError.SqlError ? error.cause : error

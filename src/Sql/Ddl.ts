@@ -7,7 +7,7 @@ import { dialectOf } from "./Dialect.js"
  *
  * - `INTEGER` becomes `BIGINT`: SQLite's integers are 64-bit, and the service stores epoch
  *   milliseconds and sequence numbers in them. The PostgreSQL client reads `BIGINT` back as a
- *   number (src/Sql/Database.ts), as SQLite does.
+ *   number (src/Sql/Postgres.ts), as SQLite does.
  * - `INTEGER PRIMARY KEY AUTOINCREMENT` becomes an identity column: numbers are never reused.
  * - `REAL` becomes `DOUBLE PRECISION` (both are IEEE 754 doubles).
  * - `WITHOUT ROWID` is dropped: it names SQLite's clustered layout; a PostgreSQL table is a

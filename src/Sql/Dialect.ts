@@ -21,8 +21,8 @@ export const positional = (sql: SqlClient.SqlClient, text: string): string =>
 
 /**
  * PostgreSQL: the statement with which a transaction lifts the statement timeout for its remaining
- * statements (migrations). The client's own bound on waiting for an answer (src/Sql/Database.ts)
- * is lifted with it, until the transaction ends.
+ * statements (migrations). The client's own bound on waiting for an answer
+ * (src/Sql/PgServiceClient.ts) is lifted with it, until the transaction ends.
  */
 export const LIFT_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0"
 

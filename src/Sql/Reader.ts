@@ -1,11 +1,10 @@
-import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, type SqlConnection, SqlError } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Effect, Option } from "effect"
 import type * as Pg from "pg"
 import { AppConfig } from "../Config.js"
-import { pgPoolOf } from "./Database.js"
 import { dialectOf, toNumbered } from "./Dialect.js"
+import { PgPool } from "./Postgres.js"
+import { busyTimeoutMs, readOnlySqlite } from "./Sqlite.js"
 
 export type ValueRows = ReadonlyArray<ReadonlyArray<unknown>>
 
@@ -28,8 +27,9 @@ export const placeholders = (count: number): string =>
  * shared connection as a statement would.
  *
  * On PostgreSQL a statement outside a transaction takes a connection from the client's pool
- * itself, runs, and gives it back (`pooled`): the same pool, the same bound on waiting for a
- * connection, the same errors, without the client's acquisition machinery; inside a transaction
+ * (`PgPool`, which src/Sql/Postgres.ts provides beside the client) itself, runs, and gives it
+ * back (`pooled`): the same pool, the same bound on waiting for a connection, the same errors,
+ * without the client's acquisition machinery; inside a transaction
  * it runs on the transaction's connection. The texts' `?` placeholders are numbered as PostgreSQL
  * expects.
  */
@@ -51,8 +51,8 @@ const spanned = (run: Run, system: string): Run => (text, params) =>
  * connection of `pool`, taken and given back around it, failing as `@effect/sql-pg` fails (the
  * same messages, so src/Sql/Busy.ts reads them alike). Once sent, a statement runs to its end
  * even when the fiber waiting for it is interrupted, as every statement of the service does
- * (src/Sql/Database.ts `steady`): the connection goes back to the pool when the answer arrives.
- * The pool's connections prepare it (src/Sql/Database.ts `serviceClient`).
+ * (src/Sql/Postgres.ts `steady`): the connection goes back to the pool when the answer arrives.
+ * The pool's connections prepare it (src/Sql/PgServiceClient.ts `serviceClient`).
  */
 const pooled = (
   pool: Pg.Pool,
@@ -97,7 +97,8 @@ export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
     const shared = yield* SqlClient.SqlClient
 
     if (dialectOf(shared) === "pg") {
-      const pool = pgPoolOf(shared)
+      // Provided by the service's PostgreSQL layer; a client made elsewhere reads through itself.
+      const pool = Option.getOrUndefined(yield* Effect.serviceOption(PgPool))
       const run = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ValueRows, SqlError.SqlError> =>
         Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
           const numbered = toNumbered(text)
@@ -110,13 +111,10 @@ export class Reader extends Effect.Service<Reader>()("Sql/Reader", {
     const own: Option.Option<SqlConnection.Connection> = config.databasePath === ":memory:"
       ? Option.none()
       : Option.some(
-        yield* Effect.gen(function*() {
-          const client = yield* SqliteClient.make({ filename: config.databasePath, create: false, disableWAL: true })
-          yield* client.unsafe("PRAGMA query_only = 1")
-          yield* client.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(config.sqliteBusyTimeoutMs ?? 5000))}`)
-          // Held until shutdown: nothing else uses this client.
-          return yield* client.reserve
-        }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
+        // Held until shutdown: nothing else uses this client.
+        yield* Effect.flatMap(readOnlySqlite(config.databasePath, busyTimeoutMs(config)), (client) => client.reserve).pipe(
+          Effect.orDie
+        )
       )
 
     const onShared = (text: string, params: ReadonlyArray<unknown>) =>

@@ -4,7 +4,7 @@ import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { AppConfig } from "../../src/Config.js"
 import { quotaFilePath } from "../../src/Quota/QuotaFileSql.js"
-import { DEFAULT_POOL, pgClientOptions } from "../../src/Sql/Database.js"
+import { DEFAULT_POOL, pgClientOptions } from "../../src/Sql/Postgres.js"
 
 /**
  * Runs `statements` on the test's database over a connection of its own, as the operator CLI,

@@ -5,7 +5,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { pgClientOptions } from "../../src/Sql/Database.js"
+import { pgClientOptions } from "../../src/Sql/Postgres.js"
 import { migrations } from "../../src/Sql/Migrations.js"
 import { postgresDatabase, testDatabase } from "./TestServer.js"
 

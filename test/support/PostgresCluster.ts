@@ -7,7 +7,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runMigrations } from "../../src/Sql/Migrations.js"
-import { pgClientOptions } from "../../src/Sql/Database.js"
+import { pgClientOptions } from "../../src/Sql/Postgres.js"
 
 /**
  * A throwaway PostgreSQL cluster: `initdb` and `pg_ctl` in a temporary directory, listening on

@@ -11,7 +11,7 @@ import { type CoreParts, makeCore, makeServe, type ServeParts } from "../../src/
 import { AppConfig, type AppSettings } from "../../src/Config.js"
 import type { FixtureInput } from "../../src/Fixtures/Fixture.js"
 import { importFixtureInput } from "../../src/Fixtures/Import.js"
-import { pgClientOptions } from "../../src/Sql/Database.js"
+import { pgClientOptions } from "../../src/Sql/Postgres.js"
 import { RecordedRounds } from "./Advance.js"
 import { templateDatabase } from "./PostgresCluster.js"
 
