@@ -234,7 +234,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
       })
 
     const run = (respondent: RespondentContext, target: Option.Option<ResponseId>, submission: Submission) =>
-      transactions.within(write(respondent, target, submission)).pipe(Effect.catchTag("SqlError", Effect.die))
+      transactions.withinOrDie(write(respondent, target, submission))
 
     return {
       /** Starts a response (POST /respond/v1/responses). */

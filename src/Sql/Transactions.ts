@@ -12,7 +12,10 @@ export type DatabaseError = SqlError.SqlError
 export class Transactions extends Effect.Service<Transactions>()("Sql/Transactions", {
   effect: Effect.map(SqlClient.SqlClient, (sql) => ({
     within: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseError, R> =>
-      sql.withTransaction(effect)
+      sql.withTransaction(effect),
+    /** `within`, for a service whose callers cannot act on a failure of the database: it is a defect. */
+    withinOrDie: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die))
   }))
 }) {}
 

@@ -36,9 +36,6 @@ export class Deliveries extends Effect.Service<Deliveries>()("Webhooks/Deliverie
     const repo = yield* DeliveryRepo
     const webhooks = yield* WebhookRepo
 
-    /** A transaction of the repositories' statements; a failure of the database is a defect. */
-    const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      transactions.within(effect).pipe(Effect.catchTag("SqlError", Effect.die))
 
     /**
      * Creates one delivery per new event and matching webhook, and moves the cursor past those
@@ -48,7 +45,7 @@ export class Deliveries extends Effect.Service<Deliveries>()("Webhooks/Deliverie
      */
     const fanOut = Effect.fn("Deliveries.fanOut")(function*(now: number, batch: number) {
       const upTo = yield* repo.settledEvents
-      return yield* inTransaction(Effect.gen(function*() {
+      return yield* transactions.withinOrDie(Effect.gen(function*() {
         const range = yield* repo.cursor(batch, upTo)
         if (Option.isNone(range)) return 0
         yield* repo.fanOutRange(range.value, now)
@@ -74,7 +71,7 @@ export class Deliveries extends Effect.Service<Deliveries>()("Webhooks/Deliverie
       leaseMillis: number
     }) {
       const { now, perWebhook } = input
-      return yield* inTransaction(Effect.gen(function*() {
+      return yield* transactions.withinOrDie(Effect.gen(function*() {
         const due = yield* repo.due(now, perWebhook)
         const rates = new Map<WebhookId, number>()
         for (const row of due) if (row.perSecond !== null) rates.set(row.webhookId, row.perSecond)
@@ -137,7 +134,7 @@ export class Deliveries extends Effect.Service<Deliveries>()("Webhooks/Deliverie
      * on. Counted once the outcomes are committed (v1-extensions §X4).
      */
     const settle = Effect.fn("Deliveries.settle")(function*(settled: ReadonlyArray<Settled>) {
-      const outcomes = yield* inTransaction(Effect.gen(function*() {
+      const outcomes = yield* transactions.withinOrDie(Effect.gen(function*() {
         const outcomes: Array<DeliveryOutcome> = []
         for (const { attempt, deliveryId, next, webhookId } of settled) {
           const disabled = yield* webhooks.recordOutcome(webhookId, attempt, healthMove(attempt))

@@ -70,9 +70,6 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
     const access = yield* SurveyAccess
     const config = yield* AppConfig
 
-    /** A transaction of the caller's statements; a failure of the database is a defect. */
-    const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      transactions.within(effect).pipe(Effect.catchTag("SqlError", Effect.die))
 
     /** The scope of a survey's webhook, once the key may see the survey. */
     const surveyScope = (id: SurveyId) =>
@@ -108,7 +105,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
       const events = input.events ?? defaultEventTypes
       const maxAttemptsPerSecond = input.maxAttemptsPerSecond ?? null
       const now = yield* Clock.currentTimeMillis
-      yield* inTransaction(Effect.gen(function*() {
+      yield* transactions.withinOrDie(Effect.gen(function*() {
         yield* repo.lockScope(scope)
         const existing = yield* repo.stored(scope)
         const id = Option.isSome(existing)
@@ -159,7 +156,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
      */
     const enable = Effect.fn("Webhooks.enable")(function*(scope: WebhookScope) {
       const now = yield* Clock.currentTimeMillis
-      const found = yield* inTransaction(Effect.gen(function*() {
+      const found = yield* transactions.withinOrDie(Effect.gen(function*() {
         yield* repo.lockScope(scope)
         const existing = yield* repo.stored(scope)
         if (Option.isNone(existing)) return false
@@ -177,7 +174,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
 
     /** Removes the scope's webhook; its pending deliveries end unsent. Nothing when it has none. */
     const remove = Effect.fn("Webhooks.remove")(function*(scope: WebhookScope) {
-      yield* inTransaction(Effect.gen(function*() {
+      yield* transactions.withinOrDie(Effect.gen(function*() {
         yield* repo.lockScope(scope)
         const existing = yield* repo.stored(scope)
         if (Option.isNone(existing)) return
@@ -196,7 +193,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
     const waitForSlot = (webhookId: Parameters<typeof repo.nextSlot>[0], perSecond: number) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const slot = yield* inTransaction(Effect.gen(function*() {
+        const slot = yield* transactions.withinOrDie(Effect.gen(function*() {
           const taken = firstFree(yield* repo.nextSlot(webhookId), now)
           yield* repo.setNextSlot(webhookId, taken + intervalMillis(perSecond))
           return taken
@@ -241,7 +238,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
         error: outcome.error,
         attemptedAt: now
       }
-      yield* inTransaction(repo.recordOutcome(webhook.id, attempt, healthMove(attempt)))
+      yield* transactions.withinOrDie(repo.recordOutcome(webhook.id, attempt, healthMove(attempt)))
       return { delivered: outcome.ok }
     })
 
@@ -253,7 +250,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks/Webhooks", {
       yield* enabledWebhook(scope)
       const secret = chosen ?? (yield* signer.newSecret)
       const now = yield* Clock.currentTimeMillis
-      const rotated = yield* inTransaction(Effect.gen(function*() {
+      const rotated = yield* transactions.withinOrDie(Effect.gen(function*() {
         yield* repo.lockScope(scope)
         const existing = yield* repo.stored(scope)
         // Removed or disabled since it was read above: nothing is rotated.
