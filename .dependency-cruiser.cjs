@@ -13,7 +13,7 @@ module.exports = {
       comment: "src/Sql's reader, row shapes, dialect and clients are for repositories; other code uses src/Sql's small services (transactions, the readiness probe) and error classification, and only src/App.ts, src/main.ts and the CLI compose the database layers.",
       severity: "error",
       from: { path: "^src/", pathNot: ["^src/Sql/", "(Repo|Store|Sql)\\.ts$", "^src/(App|main)\\.ts$", "^src/Cli/"] },
-      to: { path: "^src/Sql/", pathNot: "^src/Sql/(Transactions|Readiness|Busy)\\.ts$" }
+      to: { path: "^src/Sql/", pathNot: "^src/Sql/(Transactions|DatabaseReadiness|Busy)\\.ts$" }
     },
     {
       name: "database-drivers-in-clients",
@@ -42,6 +42,39 @@ module.exports = {
       severity: "error",
       from: { path: "^src/[^/]+/Http\\.ts$", pathNot: "^src/(Analytics|Questions|Responses|Surveys)/Http\\.ts$" },
       to: { path: "(Repo|Store|Sql)\\.ts$", dependencyTypesNot: ["type-only"] }
+    },
+    {
+      name: "test-code-outside-src",
+      comment: "What only tests use (counters in memory, a partial background, fixtures) lives under test/support; the service never imports it.",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { path: "^(test|scripts)/" }
+    },
+    {
+      name: "services-through-their-feature",
+      comment: "A service reaches another feature's rows through that feature's services, not its repository (a row type aside). The pairs in pathNot still do, each inside one transaction of the importing service: the outbox, appended in the transaction of the change that causes the event; the survey and question rows that authoring, the writer and the survey page read with their change; the aggregates a deletion or an edit adjusts; the quota store the respondent limits count in. The operator's demo seeding writes through repositories as the CLI does.",
+      severity: "error",
+      from: {
+        path: "^src/([^/]+)/",
+        pathNot: [
+          "(Repo|Store|Sql)\\.ts$",
+          "^src/(App|main)\\.ts$",
+          "^src/(Cli|Demo|Sql)/",
+          "^src/(Analytics|Questions|Responses|Surveys)/Http\\.ts$"
+        ]
+      },
+      to: {
+        path: "^src/[^/]+/[^/]*(Repo|Store)\\.ts$",
+        pathNot: [
+          "^src/$1/",
+          "^src/Events/OutboxRepo\\.ts$",
+          "^src/Surveys/SurveyRepo\\.ts$",
+          "^src/Questions/QuestionRepo\\.ts$",
+          "^src/Analytics/(AggregateRepo|RebuildRepo)\\.ts$",
+          "^src/Quota/UsageStore\\.ts$"
+        ],
+        dependencyTypesNot: ["type-only"]
+      }
     },
     {
       name: "frozen-migrations",

@@ -21,11 +21,13 @@ import { AuthorizationLive } from "./Auth/Authorization.js"
 import { KeyLive } from "./Auth/KeyHttp.js"
 import { WriteAccessLive } from "./Auth/WriteAccess.js"
 import { AppConfig, type AppSettings, DEFAULT_HOST } from "./Config.js"
+import { EmbedSessionRepo } from "./Embeds/EmbedSessionRepo.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "./Embeds/Http.js"
-import { ErasuresLive } from "./Erasures/Http.js"
-import { Outbox } from "./Events/OutboxRepo.js"
+import { ErasuresLive } from "./Responses/ErasuresHttp.js"
+import { OutboxRepo } from "./Events/OutboxRepo.js"
 import { Idempotency } from "./Http/Idempotency.js"
+import { IdempotencyStore } from "./Http/IdempotencyStore.js"
 import { idleTimeoutFor } from "./Http/IdleTimeout.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
 import { MAX_REQUEST_BODY_BYTES, RequestErrorsLive } from "./Http/RequestErrors.js"
@@ -38,6 +40,7 @@ import { RateLimiter } from "./Quota/RateLimiter.js"
 import { UsageStoreLive } from "./Quota/UsageStore.js"
 import { QuestionsLive } from "./Questions/Http.js"
 import { QuestionRepo } from "./Questions/QuestionRepo.js"
+import { EmbedRedemption } from "./Respondents/EmbedRedemption.js"
 import { RespondentAuthLive, RespondentHttpLive } from "./Respondents/Http.js"
 import { RespondentLimits } from "./Respondents/RespondentLimits.js"
 import { RespondentPurge } from "./Respondents/RespondentPurge.js"
@@ -73,9 +76,7 @@ import { SimulatedClock } from "./TestClock/SimulatedClock.js"
 import { Deliveries } from "./Webhooks/Deliveries.js"
 import { DeliveryRepo } from "./Webhooks/DeliveryRepo.js"
 import { DeliverySettings } from "./Webhooks/DeliverySettings.js"
-import { DeliveryWorkerLive } from "./Webhooks/DeliveryWorker.js"
 import { WebhooksHttpLive } from "./Webhooks/Http.js"
-import { PurgeLive } from "./Webhooks/Purge.js"
 import { Redelivery } from "./Webhooks/Redelivery.js"
 import { RedeliveryRepo } from "./Webhooks/RedeliveryRepo.js"
 import { Signer } from "./Webhooks/Signer.js"
@@ -118,16 +119,16 @@ export const RepositoriesLive = Layer.mergeAll(
   WebhookRepo.Default,
   DeliveryRepo.Default,
   RedeliveryRepo.Default,
-  Outbox.Default,
-  EmbedSessions.Default,
+  OutboxRepo.Default,
+  EmbedSessionRepo.Default,
   RespondentTokenRepo.Default,
-  Idempotency.Default,
+  IdempotencyStore.Default,
   UsageStoreLive,
   JobLeases.Default,
   AuthoringRepo.Default
 )
 
-/** Services spanning several repositories. */
+/** Services over the repositories. */
 export const ServicesLive = Layer.mergeAll(
   SurveyAccess.Default,
   SurveyLifecycle.Default,
@@ -140,7 +141,9 @@ export const ServicesLive = Layer.mergeAll(
   Aggregator.Default,
   ResponseDeletion.Default,
   Drain.Default,
-  ExportSlots.Default
+  ExportSlots.Default,
+  EmbedSessions.Default,
+  Idempotency.Default
 )
 
 /** What a graph may have swapped: tests replace these with their own. */
@@ -158,7 +161,7 @@ export interface CoreParts {
  * what the server runs on. Needs `AppConfig`.
  */
 export const makeCore = (parts: Partial<CoreParts> = {}) =>
-  Layer.mergeAll(Authoring.Default, Webhooks.Default).pipe(
+  Layer.mergeAll(Authoring.Default, Webhooks.Default, EmbedRedemption.Default).pipe(
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(parts.repositories ?? RepositoriesLive),
     Layer.provideMerge(parts.signer ?? Signer.StandardWebhooks),
@@ -243,9 +246,6 @@ export const HttpLive = makeHttp(ApiLive)
 
 /** Everything that runs in the background of a server: every job of src/BackgroundJobs.ts on its loop. */
 export const BackgroundLive = RunBackgroundJobsLive.pipe(Layer.provide(BackgroundJobs.Default))
-
-/** Only the webhook delivery worker and its attempt purge (for tests and benchmarks of webhooks alone). */
-export const WebhookBackgroundLive = Layer.mergeAll(DeliveryWorkerLive, PurgeLive)
 
 export interface ServeParts {
   /** The background work; tests that drive it by hand leave it out. */

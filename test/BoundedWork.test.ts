@@ -5,7 +5,7 @@ import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { EventEnvelope } from "../src/Domain/Event.js"
 import { surveyId as asSurveyId, workspaceId as asWorkspaceId } from "../src/Domain/Ids.js"
-import { Outbox } from "../src/Events/OutboxRepo.js"
+import { OutboxRepo } from "../src/Events/OutboxRepo.js"
 import { importFixtureInput } from "../src/Fixtures/Import.js"
 import { Idempotency } from "../src/Http/Idempotency.js"
 import { RespondentPurge } from "../src/Respondents/RespondentPurge.js"
@@ -83,7 +83,7 @@ layer(TestDatabase(baseFixture))("batched work", (it) => {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const deletion = yield* ResponseDeletion
-      const outbox = yield* Outbox
+      const outbox = yield* OutboxRepo
       yield* importFixtureInput({ responses: [...responsesOf("person-x", 7), ...responsesOf("person-y", 3, 20)] })
       yield* (yield* Aggregator).catchUp()
       // A stored event carrying each of the person's responses, as saves write them.

@@ -6,6 +6,7 @@ import { join } from "node:path"
 import type { ApiKeyContext, QuotaPlan } from "../src/Auth/CurrentKey.js"
 import { RateLimiter } from "../src/Quota/RateLimiter.js"
 import { quotaRowsElsewhere } from "./support/Elsewhere.js"
+import { RateLimiterInMemory } from "./support/MemoryUsageStore.js"
 import { TestConfig, TestDatabase } from "./support/TestServer.js"
 import { advance } from "./support/Advance.js"
 import { WorkspaceId } from "../src/Domain/Ids.js"
@@ -36,7 +37,7 @@ const usage = (key: ApiKeyContext) => Effect.flatMap(RateLimiter, (limiter) => l
 const at = (iso: string) => TestClock.setTime(Date.parse(iso))
 
 const variants = [
-  ["in memory", () => RateLimiter.layerMemory],
+  ["in memory", () => RateLimiterInMemory],
   ["in SQLite", () => RateLimiter.layer.pipe(Layer.provide(TestDatabase()))],
   ["beside an in-memory database", () => RateLimiter.layer.pipe(Layer.provide(TestDatabase(undefined, { databasePath: ":memory:" })))]
 ] as const

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Layer, Schema } from "effect"
 import { RepositoriesLive } from "../src/App.js"
-import { Outbox } from "../src/Events/OutboxRepo.js"
+import { OutboxRepo } from "../src/Events/OutboxRepo.js"
 import { Signer } from "../src/Webhooks/Signer.js"
 import { allTypesAnswers, respondentFixture } from "./support/RespondentFixtures.js"
 import { bodyOf, call, decodeAs, ErrorBody, TestServer } from "./support/TestServer.js"
@@ -22,14 +22,14 @@ const outboxFailingWith = (failure: unknown) =>
   Layer.merge(
     RepositoriesLive,
     Layer.effect(
-      Outbox,
-      Effect.map(Outbox, (live) =>
-        Outbox.make({
+      OutboxRepo,
+      Effect.map(OutboxRepo, (live) =>
+        OutboxRepo.make({
           append: (event) => Effect.zipRight(live.append(event), Effect.die(failure)),
           appendAll: (events) => Effect.zipRight(live.appendAll(events), Effect.die(failure)),
           lockForAppend: live.lockForAppend
         }))
-    ).pipe(Layer.provide(Outbox.Default))
+    ).pipe(Layer.provide(OutboxRepo.Default))
   )
 
 const busy = new SqlError.SqlError({ cause: { code: "SQLITE_BUSY" }, message: "database is locked" })

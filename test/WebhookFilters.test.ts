@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { EventEnvelope, type EventType } from "../src/Domain/Event.js"
-import { Outbox } from "../src/Events/OutboxRepo.js"
+import { OutboxRepo } from "../src/Events/OutboxRepo.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
 import { call, decodeAs } from "./support/TestServer.js"
@@ -14,7 +14,7 @@ const put = (path: string, body: unknown) => call("PUT", path, { token: TOKENS.e
 const emit = (type: EventType, surveyId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const outbox = yield* Outbox
+    const outbox = yield* OutboxRepo
     return yield* sql.withTransaction(outbox.append({ type, workspaceId: "ws_a", surveyId, data: {} })).pipe(Effect.orDie)
   })
 

@@ -4,7 +4,7 @@ import { Deferred, Duration, Effect, Schema, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
 import { toIso } from "../src/Domain/Time.js"
 import { EventEnvelope, type EventType } from "../src/Domain/Event.js"
-import { Outbox } from "../src/Events/OutboxRepo.js"
+import { OutboxRepo } from "../src/Events/OutboxRepo.js"
 import { Recovery, Redelivery } from "../src/Webhooks/Api.js"
 import { purgeOnce } from "../src/Webhooks/Purge.js"
 import { Redelivery as RedeliveryService } from "../src/Webhooks/Redelivery.js"
@@ -22,7 +22,7 @@ const world = WebhookWorld({ pollInterval: Duration.hours(1) })
 const emit = (type: EventType, surveyId: string, workspaceId = "ws_a") =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const outbox = yield* Outbox
+    const outbox = yield* OutboxRepo
     return yield* sql.withTransaction(outbox.append({ type, workspaceId, surveyId, data: { n: Math.random() } }))
       .pipe(Effect.orDie)
   })

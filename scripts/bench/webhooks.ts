@@ -11,12 +11,13 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { CoreLive, WebhookBackgroundLive } from "../../src/App.js"
+import { CoreLive } from "../../src/App.js"
+import { WebhookBackgroundLive } from "../../test/support/WebhookBackground.js"
 import { AppConfig } from "../../src/Config.js"
 import { makeId, WorkspaceId } from "../../src/Domain/Ids.js"
 import { toIso } from "../../src/Domain/Time.js"
 import { defaultEventTypes } from "../../src/Domain/Event.js"
-import { Outbox } from "../../src/Events/OutboxRepo.js"
+import { OutboxRepo } from "../../src/Events/OutboxRepo.js"
 import { importFixtureInput } from "../../src/Fixtures/Import.js"
 import { DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
 import { Signer } from "../../src/Webhooks/Signer.js"
@@ -142,7 +143,7 @@ interface Measured {
 const measureWorker = (port: number, secret: string, history: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const outbox = yield* Outbox
+    const outbox = yield* OutboxRepo
     const webhooks = yield* WebhookRepo
     yield* importFixtureInput({
       accounts: [{ id: "acc_bench", planId: "pro" }],

@@ -7,7 +7,7 @@ import { Forbidden, InvalidRequest, type Issue, NotFound, PreconditionFailed } f
 import { makeId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 import type { QuestionInput } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
-import { Outbox } from "../Events/OutboxRepo.js"
+import { OutboxRepo } from "../Events/OutboxRepo.js"
 import { invalidRequestOf } from "../Http/Issues.js"
 import { QuestionRepo } from "../Questions/QuestionRepo.js"
 import { type DatabaseError, Transactions } from "../Sql/Transactions.js"
@@ -68,7 +68,7 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
     const questions = yield* QuestionRepo
     const access = yield* SurveyAccess
     const lifecycle = yield* SurveyLifecycle
-    const outbox = yield* Outbox
+    const outbox = yield* OutboxRepo
     const aggregates = yield* AggregateRepo
     const rebuilds = yield* RebuildRepo
 

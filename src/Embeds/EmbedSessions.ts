@@ -58,6 +58,5 @@ export class EmbedSessions extends Effect.Service<EmbedSessions>()("Embeds/Embed
     })
 
     return { create, lookup, consume } as const
-  }),
-  dependencies: [EmbedSessionRepo.Default]
+  })
 }) {}

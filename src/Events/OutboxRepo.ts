@@ -18,7 +18,7 @@ export interface NewEvent {
  * Appends an event to the outbox. Call it inside the transaction of the change that causes
  * the event, so that the change and its event commit together or not at all.
  */
-export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
+export class OutboxRepo extends Effect.Service<OutboxRepo>()("Events/OutboxRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* SqlDialect
@@ -28,7 +28,7 @@ export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
      * PostgreSQL in the same statement, one round trip, after the events' table is locked for the
      * insert as the insert alone would; on SQLite right after it.
      */
-    const appendAll = Effect.fn("Outbox.appendAll")(function*(
+    const appendAll = Effect.fn("OutboxRepo.appendAll")(function*(
       events: ReadonlyArray<NewEvent>,
       alongside?: Statement.Statement<unknown>
     ) {
@@ -63,9 +63,9 @@ export class Outbox extends Effect.Service<Outbox>()("Events/Outbox", {
         })).pipe(Effect.orDie)
       return envelopes
     })
-    const append = Effect.fn("Outbox.append")(function*(event: NewEvent) {
+    const append = Effect.fn("OutboxRepo.append")(function*(event: NewEvent) {
       const [envelope] = yield* appendAll([event])
-      return envelope ?? (yield* Effect.dieMessage("Outbox.append: no envelope"))
+      return envelope ?? (yield* Effect.dieMessage("OutboxRepo.append: no envelope"))
     })
     /**
      * Takes now the lock on the events' table that the transaction's later append would take

@@ -167,8 +167,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Http/Idempotency
     })
 
     return { once, prune } as const
-  }),
-  dependencies: [IdempotencyStore.Default]
+  })
 }) {}
 
 /** Prunes expired idempotency answers at start and then every hour: once an hour over all processes. */

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { Drain } from "../Background/Drain.js"
-import { DatabaseReadiness } from "../Sql/Readiness.js"
+import { DatabaseReadiness } from "../Sql/DatabaseReadiness.js"
 
 /** The readiness probe's path: answered while the process drains, unlike every other route. */
 export const READINESS_PATH = "/readyz"

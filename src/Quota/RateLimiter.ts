@@ -9,7 +9,6 @@ import type { RateLimitHeaders } from "./AccountUsage.js"
 import { type Admittee, type BatchingOptions, makeBatching, type NotStored } from "./Batching.js"
 import { nextUtcMidnight } from "./Calendar.js"
 import { storeBusy } from "./UsageRows.js"
-import { UsageStoreMemory } from "./UsageStore.js"
 
 /** The numbers of GET /usage (api-v1 §2.9). */
 export interface UsageReport {
@@ -130,6 +129,4 @@ export class RateLimiter extends Context.Tag("Quota/RateLimiter")<RateLimiter, R
       Layer.succeedContext(Context.add(context, KeyAdmission, KeyAdmission.of({ admit: Context.get(context, RateLimiter).admit })))
     )
   )
-  /** The same limiter over counters in memory: for tests that move the clock without a database. */
-  static readonly layerMemory = RateLimiter.layer.pipe(Layer.provide(UsageStoreMemory))
 }

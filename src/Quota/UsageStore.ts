@@ -4,7 +4,6 @@ import type { ServiceUnavailable } from "../Domain/Errors.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { busyTimeoutMs } from "../Sql/Sqlite.js"
 import type { StoredUsage } from "./AccountUsage.js"
-import { makeMemoryUsageStore } from "./MemoryUsageStore.js"
 import { makePgUsageStore } from "./PgUsageStore.js"
 import { makeQuotaFileStore } from "./QuotaFileStore.js"
 
@@ -75,6 +74,3 @@ export const UsageStoreLive = Layer.scoped(
       pg: () => makePgUsageStore
     }))
 )
-
-/** Counters in process memory, for tests that need no database; lost when the process ends. */
-export const UsageStoreMemory = Layer.sync(UsageStore, makeMemoryUsageStore)

@@ -6,8 +6,8 @@ import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
 import type { RateLimited } from "../Domain/Errors.js"
-import { Transactions } from "../Sql/Transactions.js"
 import { assets } from "./Assets.js"
+import { EmbedRedemption } from "./EmbedRedemption.js"
 import { RespondentLimits } from "./RespondentLimits.js"
 import { isOpaqueToken, RespondentTokens } from "./RespondentTokens.js"
 import { pageHeaders, renderMessagePage, renderSurveyPage, toPageQuestion } from "./SurveyPage.js"
@@ -45,10 +45,10 @@ const notAccepting = (survey: SurveyRow) =>
  */
 export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const transactions = yield* Transactions
     const surveys = yield* SurveyRepo
     const tokens = yield* RespondentTokens
     const embeds = yield* EmbedSessions
+    const redemption = yield* EmbedRedemption
     const limits = yield* RespondentLimits
 
     // The survey with its questions, read together: the page shows them as of one moment.
@@ -109,16 +109,7 @@ export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
       if (survey.status !== "published") return yield* notAccepting(survey)
       yield* limits.survey(survey.id)
       // The load is spent only together with the respondent token it hands out.
-      const loaded = yield* embeds.consume(session.right).pipe(
-        Effect.zipRight(tokens.issue({
-          surveyId: survey.id,
-          embedSessionId: session.right.id,
-          externalUserId: session.right.externalUserId
-        })),
-        transactions.within,
-        Effect.catchTag("SqlError", Effect.die),
-        Effect.either
-      )
+      const loaded = yield* Effect.either(redemption.redeem(session.right))
       if (Either.isLeft(loaded)) return yield* refused(loaded.left._tag)
       return yield* renderSurvey(found.value, loaded.right)
     }).pipe(Effect.catchTag("RateLimited", refusedLoad))

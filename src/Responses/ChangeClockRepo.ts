@@ -141,7 +141,7 @@ export class ChangeClockRepo extends Effect.Service<ChangeClockRepo>()("Response
       }),
       /**
        * The statement that counts a new response in its survey's `responseCount`, to run as the
-       * last of a save (with its events, `Outbox.appendAll`): on PostgreSQL the survey's row stays
+       * last of a save (with its events, `OutboxRepo.appendAll`): on PostgreSQL the survey's row stays
        * locked from it to commit, and the survey's other new responses wait for it meanwhile.
        */
       countingCreated: (surveyId: string): Statement.Statement<unknown> =>

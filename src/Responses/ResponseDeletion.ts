@@ -2,7 +2,7 @@ import { Array as Arr, Effect } from "effect"
 import { AggregateRepo } from "../Analytics/AggregateRepo.js"
 import { forgetContributions, RebuildRepo } from "../Analytics/RebuildRepo.js"
 import type { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
-import { Outbox } from "../Events/OutboxRepo.js"
+import { OutboxRepo } from "../Events/OutboxRepo.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
 import { batchCommitted, Transactions, WorkBatches } from "../Sql/Transactions.js"
 import { type Doomed, ResponseDeletionRepo } from "./ResponseDeletionRepo.js"
@@ -25,7 +25,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
     const repo = yield* ResponseDeletionRepo
     const aggregates = yield* AggregateRepo
     const rebuilds = yield* RebuildRepo
-    const outbox = yield* Outbox
+    const outbox = yield* OutboxRepo
 
     /** Subtracts what the responses contributed to the stored counters they are counted in. */
     const subtractContributions = (ids: ReadonlyArray<ResponseId>) => forgetContributions(aggregates, rebuilds, ids)

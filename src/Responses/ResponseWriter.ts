@@ -4,7 +4,7 @@ import { makeId, ResponseId, type SurveyId, type WorkspaceId } from "../Domain/I
 import { type RespondentContext, tokenRefused } from "../Domain/Respondent.js"
 import { SurveyResponse } from "../Domain/Response.js"
 import { toIso } from "../Domain/Time.js"
-import { Outbox } from "../Events/OutboxRepo.js"
+import { OutboxRepo } from "../Events/OutboxRepo.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { type DatabaseError, Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "../Surveys/SurveyRepo.js"
@@ -59,7 +59,7 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const changeClock = yield* ChangeClockRepo
     const surveys = yield* SurveyRepo
     const responses = yield* ResponseRepo
-    const outbox = yield* Outbox
+    const outbox = yield* OutboxRepo
 
     /**
      * The token was checked before the save's transaction began: read again inside it, so that an

@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Chunk, Clock, Context, Effect, Layer, Queue, Ref, Schema } from "effect"
-import { WebhookBackgroundLive } from "../../src/App.js"
+import { WebhookBackgroundLive } from "./WebhookBackground.js"
 import type { AppSettings } from "../../src/Config.js"
 import { SurveyId } from "../../src/Domain/Ids.js"
-import { Outbox } from "../../src/Events/OutboxRepo.js"
+import { OutboxRepo } from "../../src/Events/OutboxRepo.js"
 import { type DeliveryRound, DeliveryRounds, DeliverySettings } from "../../src/Webhooks/DeliverySettings.js"
 import type { Signer } from "../../src/Webhooks/Signer.js"
 import { clientFor } from "./ApiClient.js"
@@ -97,7 +97,7 @@ export const register = (targetUrl: string, surveyId?: string, token: string = T
 export const complete = (surveyId: string, workspaceId = "ws_a", responseId = "rsp_1") =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const outbox = yield* Outbox
+    const outbox = yield* OutboxRepo
     return yield* sql.withTransaction(outbox.append({
       type: "response.completed",
       workspaceId,

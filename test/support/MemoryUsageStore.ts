@@ -1,7 +1,8 @@
-import { Effect } from "effect"
-import type { StoredUsage } from "./AccountUsage.js"
-import { utcDay, utcMonth } from "./Calendar.js"
-import type { UsageStoreShape } from "./UsageStore.js"
+import { Effect, Layer } from "effect"
+import type { StoredUsage } from "../../src/Quota/AccountUsage.js"
+import { utcDay, utcMonth } from "../../src/Quota/Calendar.js"
+import { RateLimiter } from "../../src/Quota/RateLimiter.js"
+import { UsageStore, type UsageStoreShape } from "../../src/Quota/UsageStore.js"
 
 /** Counters in process memory, for tests that need no database; lost when the process ends. */
 export const makeMemoryUsageStore = (): UsageStoreShape => {
@@ -66,3 +67,6 @@ export const makeMemoryUsageStore = (): UsageStoreShape => {
       })
   }
 }
+
+/** The request quota's limiter over counters in memory: for tests that move the clock without a database. */
+export const RateLimiterInMemory = RateLimiter.layer.pipe(Layer.provide(Layer.sync(UsageStore, makeMemoryUsageStore)))

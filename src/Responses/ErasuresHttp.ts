@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { Forbidden } from "../Domain/Errors.js"
-import { ResponseDeletion } from "../Responses/ResponseDeletion.js"
+import { ResponseDeletion } from "./ResponseDeletion.js"
 
 export const ErasuresLive = HttpApiBuilder.group(Api, "erasures", (handlers) =>
   Effect.gen(function*() {
