@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Cause, Clock, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { EventEnvelope } from "../src/Domain/Event.js"
@@ -37,6 +37,7 @@ const batchesOf = (size: number, operation?: string, stopAt?: number) => {
     erasure: size,
     purge: size,
     import: size,
+    rebuild: 250,
     committed: (name: string) =>
       name === operation && ++seen === stopAt ? Effect.die(new Stopped()) : Effect.void
   }
@@ -126,6 +127,36 @@ layer(TestDatabase(baseFixture))("batched work", (it) => {
       expect(completed).toHaveLength(7)
       for (const data of completed) expect(data).toMatchObject({ externalUserId: null, response: null })
       expect(yield* deletion.erase(person)).toBe(0)
+    }))
+
+  it.effect("a transaction waiting while an erasure runs goes between two of its batches, not after the last", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const deletion = yield* ResponseDeletion
+      yield* importFixtureInput({ responses: responsesOf("person-w", 6, 60) })
+      const order: Array<string> = []
+      const firstBatch = yield* Deferred.make<void>()
+      const batches = {
+        ...batchesOf(1),
+        committed: (name: string) =>
+          name === "erasure" ? Effect.zipRight(Effect.sync(() => order.push("batch")), Deferred.succeed(firstBatch, undefined)) : Effect.void
+      }
+      // Another request's transaction, started once the erasure is under way (on SQLite it waits
+      // for the one connection the erasure's batches take in turn).
+      const other = yield* Effect.fork(
+        Effect.zipRight(
+          Deferred.await(firstBatch),
+          sql.withTransaction(sql`SELECT 1 AS one`).pipe(Effect.orDie, Effect.tap(() => Effect.sync(() => order.push("other"))))
+        )
+      )
+      const erased = yield* deletion.erase({ workspaceId: asWorkspaceId("ws_a"), externalUserId: "person-w" }).pipe(
+        Effect.provideService(WorkBatches, batches)
+      )
+      yield* Fiber.join(other)
+      expect(erased).toBe(6)
+      expect(order.filter((step) => step === "batch")).toHaveLength(6)
+      expect(order.indexOf("other")).toBeGreaterThan(0)
+      expect(order.indexOf("other")).toBeLessThan(order.lastIndexOf("batch"))
     }))
 
   it.effect("an import stores responses a batch per transaction; stopped, importing it again completes it", () =>

@@ -3,7 +3,7 @@ import { heldJob, periodJob, runJobs } from "../Background/Jobs.js"
 import { traced } from "../Background/Supervise.js"
 import type { ResponseId, SurveyId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { Transactions } from "../Sql/Transactions.js"
+import { batchCommitted, Transactions, WorkBatches } from "../Sql/Transactions.js"
 import { aggregatorLag } from "../Telemetry/Metrics.js"
 import { AggregateRepo, type StoredContribution } from "./AggregateRepo.js"
 import { type Aggregates, apply, contributionOf, emptyAggregates, type QuestionDef, signatureOf } from "./Compute.js"
@@ -14,11 +14,6 @@ export class UnknownSurvey extends Data.TaggedError("UnknownSurvey")<{ readonly 
 
 /** Changes read per step; a full step is followed at once by the next. */
 const batchSize = 1000
-/**
- * Responses a rebuild reads and counts per transaction: each batch holds the aggregation's
- * position (and on SQLite the one writer) for a few milliseconds, whatever the survey's size.
- */
-export const rebuildBatch = 250
 /**
  * Rebuild batches per round of the background loop, between two looks at the change log: few,
  * so that new responses are counted within moments while a large survey rebuilds.
@@ -153,17 +148,19 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         const consumed = yield* step()
         total += consumed
         if (consumed < batchSize) return total
+        yield* batchCommitted("analytics aggregation")
       }
     })
 
     /**
      * One batch of a rebuild (of the survey given, or of the one waiting longest): the next
-     * `rebuildBatch` responses of its walk counted into the rebuild's counters with the position
+     * WorkBatches' `rebuild` responses of its walk counted into the rebuild's counters with the position
      * reached, in one transaction; the last batch moves those counters in place of the survey's.
      * Undefined when there was nothing to do.
      */
-    const rebuildBatchOf = (only: SurveyId | undefined, limit = rebuildBatch) =>
+    const rebuildBatchOf = (only: SurveyId | undefined, limit?: number) =>
       lock.withPermits(1)(transactions.within(Effect.gen(function*() {
+        const size = limit ?? (yield* WorkBatches).rebuild
         // The position first, locked as a step locks it: a step and a batch never interleave.
         yield* repo.position
         const surveyId = only ?? (yield* rebuilds.pending(1))[0]
@@ -184,7 +181,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         }
         // A new generation starts from empty counters.
         if (state.after === null) yield* repo.clearCounters(shadow)
-        const page = yield* repo.responsePage(surveyId, state.after, limit)
+        const page = yield* repo.responsePage(surveyId, state.after, size)
         const byId = new Map(questions.map((q) => [q.id, q]))
         const delta = emptyAggregates()
         const saved = page.responses.map((response): StoredContribution => {
@@ -196,7 +193,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         // Always, so that the rebuilt counters have their survey row even with no response.
         yield* repo.addDelta(shadow, delta, signature)
         const passed = state.passed + page.responses.length
-        if (page.next !== null && page.responses.length === limit) {
+        if (page.next !== null && page.responses.length === size) {
           yield* rebuilds.advance(surveyId, state.generation, page.next, passed)
           return { surveyId, passed, done: false }
         }
@@ -205,7 +202,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         return { surveyId, passed, done: true }
       })))
 
-    /** One batch of the rebuild waiting longest, if any, of `limit` responses (`rebuildBatch` unless given). */
+    /** One batch of the rebuild waiting longest, if any, of `limit` responses (WorkBatches' `rebuild` unless given). */
     const rebuildStep = Effect.fn("Aggregator.rebuildStep")(function*(limit?: number) {
       return yield* rebuildBatchOf(undefined, limit)
     })
@@ -217,6 +214,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         const batch = yield* rebuildBatchOf(undefined)
         if (batch === undefined) break
         batches += 1
+        yield* batchCommitted("analytics rebuild")
       }
       return batches
     })
@@ -244,6 +242,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
         if (batch === undefined) return (yield* rebuilds.stateOf(surveyId)).passed
         yield* progress(batch)
         if (batch.done) return batch.passed
+        yield* batchCommitted("analytics rebuild")
       }
     })
 
@@ -294,6 +293,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
             return to
           })))
           if (from >= upTo) return
+          yield* batchCommitted("analytics position")
         }
       })
 

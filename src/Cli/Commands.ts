@@ -9,6 +9,7 @@ import { AppConfig } from "../Config.js"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Http/JsonBody.js"
 import { backupSqlite } from "../Sql/Backup.js"
 import { busyTimeoutMs } from "../Sql/Sqlite.js"
+import { WorkBatches } from "../Sql/Transactions.js"
 import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
 import { clockMark } from "../TestClock/ClockMarkRepo.js"
 import { SimulatedClock } from "../TestClock/SimulatedClock.js"
@@ -209,16 +210,35 @@ const surveys = Command.make("surveys").pipe(Command.withSubcommands([
 /**
  * A rebuild's progress on a terminal: one line rewritten in place every `progressEvery` batches
  * and at the end of each survey. Nothing when the output is not a terminal (a log, a pipe).
+ *
+ * After each batch the command leaves the database alone for as long as the batch took (at least
+ * `leastPauseMs`, at most `yieldAtMostMs`): a server on the same database gets its turn between
+ * two batches. On PostgreSQL the pause keeps the rebuild to about half of the machine it shares
+ * with the server. On SQLite a server's writer waiting for the lock another process holds looks
+ * again after pauses that grow to 100 ms: batches taken back to back, or with shorter pauses,
+ * would leave it only moments it misses. There the command counts `sqliteRebuildBatch` responses
+ * per batch and pauses at least 100 ms after each.
  */
 const progressEvery = 20
-const rebuildProgress = (tty: boolean) => {
+const yieldAtMostMs = 250
+const sqliteRebuildBatch = 1000
+const rebuildProgress = (tty: boolean, leastPauseMs: number) => {
   let batches = 0
+  let since = performance.now()
   return (batch: RebuildBatch, survey?: { readonly index: number; readonly of: number }) =>
-    Effect.sync(() => {
+    Effect.suspend(() => {
       batches += 1
-      if (!tty || (!batch.done && batches % progressEvery !== 0)) return
-      const of = survey === undefined ? "" : ` (survey ${survey.index} of ${survey.of})`
-      process.stdout.write(`\r\u001b[2KRebuilding ${batch.surveyId}${of}: ${batch.passed} responses counted${batch.done ? ", done.\n" : "…"}`)
+      if (tty && (batch.done || batches % progressEvery === 0)) {
+        const of = survey === undefined ? "" : ` (survey ${survey.index} of ${survey.of})`
+        process.stdout.write(`\r\u001b[2KRebuilding ${batch.surveyId}${of}: ${batch.passed} responses counted${batch.done ? ", done.\n" : "…"}`)
+      }
+      const took = performance.now() - since
+      return Effect.zipRight(
+        Effect.sleep(Duration.millis(Math.min(yieldAtMostMs, Math.max(leastPauseMs, took)))),
+        Effect.sync(() => {
+          since = performance.now()
+        })
+      )
     })
 }
 
@@ -230,7 +250,9 @@ const analyticsRebuild = Command.make("rebuild", {
     db,
     Effect.gen(function*() {
       const aggregator = yield* Aggregator
-      const progress = rebuildProgress(process.stdout.isTTY === true)
+      const onSqlite = (yield* AppConfig).databaseUrl === undefined
+      const progress = rebuildProgress(process.stdout.isTTY === true, onSqlite ? 100 : 0)
+      const batches = yield* WorkBatches
       yield* Option.match(survey, {
         onNone: () =>
           Effect.flatMap(aggregator.rebuildAll((batch, index, of) => progress(batch, { index, of })), (done) =>
@@ -238,7 +260,7 @@ const analyticsRebuild = Command.make("rebuild", {
         onSome: (id) =>
           Effect.flatMap(aggregator.rebuildExisting(SurveyId.make(id), (batch) => progress(batch)), (responses) =>
             Console.log(`Rebuilt analytics of survey ${id} from ${responses} responses.`))
-      })
+      }).pipe(Effect.provideService(WorkBatches, onSqlite ? { ...batches, rebuild: sqliteRebuildBatch } : batches))
     })
   )).pipe(Command.withDescription(
     "Recompute stored analytics from the responses (one survey, or all), in short batches beside a running server; " +

@@ -34,16 +34,39 @@ export class WorkBatches extends Context.Reference<WorkBatches>()("Sql/WorkBatch
     /** Rows an import stores per transaction. */
     readonly import: number
     /**
+     * Responses a rebuild of stored analytics counts per transaction: each batch holds the
+     * aggregation's position (and on SQLite the one writer) for a few milliseconds, whatever the
+     * survey's size.
+     */
+    readonly rebuild: number
+    /**
      * Called after each committed batch with the operation's name: nothing in production; tests
      * stop an operation there to show that running it again finishes the work.
      */
     readonly committed: ((operation: string) => Effect.Effect<void>) | undefined
-  } => ({ erasure: 100, purge: 2000, import: 400, committed: undefined })
+  } => ({ erasure: 100, purge: 2000, import: 400, rebuild: 250, committed: undefined })
 }) {}
 
-/** Tells WorkBatches' `committed` that a batch of `operation` committed. */
+/**
+ * One turn of the event loop: what waits meanwhile (requests to read, a transaction waiting for
+ * the one connection, a timer) goes first. A fiber that releases the connection and takes it
+ * again at once would otherwise take it before the fiber woken for it runs, and the requests of
+ * a long operation's whole length would wait behind its batches run back to back.
+ */
+const eventLoopTurn = Effect.async<void>((resume) => {
+  const turn = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(turn))
+})
+
+/**
+ * After each committed batch of a long operation: a turn of the event loop, so that the process's
+ * requests and transactions go between two batches, then WorkBatches' `committed` hears it.
+ */
 export const batchCommitted = (operation: string) =>
-  Effect.flatMap(WorkBatches, (batches) => batches.committed === undefined ? Effect.void : batches.committed(operation))
+  Effect.zipRight(
+    eventLoopTurn,
+    Effect.flatMap(WorkBatches, (batches) => batches.committed === undefined ? Effect.void : batches.committed(operation))
+  )
 
 /** Bounds the loops of `inBatches`: far more batches than any table holds rows. */
 const maxBatches = 100_000_000

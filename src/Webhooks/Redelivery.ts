@@ -1,7 +1,7 @@
 import { Duration, Effect } from "effect"
 import type { WebhookId } from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { Transactions } from "../Sql/Transactions.js"
+import { batchCommitted, Transactions } from "../Sql/Transactions.js"
 import { DeliverySettings } from "./DeliverySettings.js"
 import { type EventKey, RedeliveryRepo, type StoredEvent, type WebhookScope } from "./RedeliveryRepo.js"
 
@@ -55,6 +55,7 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
         if (last === undefined) break
         after = last
         queued += yield* repo.recoverEvents({ webhookId, scope, seqs: page.map((row) => row.seq), now })
+        yield* batchCommitted("webhook recovery")
       }
       return queued
     })
@@ -74,6 +75,7 @@ export class Redelivery extends Effect.Service<Redelivery>()("Webhooks/Redeliver
         // The deliveries and their events go together or not at all.
         yield* transactions.within(repo.deleteEvents(seqs)).pipe(Effect.orDie)
         purged += seqs.length
+        yield* batchCommitted("event purge")
       }
       return purged
     })
