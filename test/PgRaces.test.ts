@@ -5,6 +5,7 @@ import type * as Pg from "pg"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { SurveyId } from "../src/Domain/Ids.js"
+import { SettleLockWait } from "../src/Sql/Dialect.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { Deliveries } from "../src/Webhooks/Deliveries.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
@@ -53,6 +54,9 @@ const writeWhileReaderHeld = <A, E, R, R2>(
 // PostgreSQL only: there a row's serial is handed out when it is inserted and its transaction may
 // commit after a later-numbered one. On SQLite writers take turns, so the order cannot be built.
 describe.runIf(testDatabase === "postgres")("logs read by sequence number on PostgreSQL", () => {
+  // These readers wait on purpose for a writer the test holds open, longer than a reader would.
+  const heldReadersWait = Effect.provideService(SettleLockWait, 120_000)
+
   it.effect("an event whose transaction commits after a later-numbered one is still fanned out", () =>
     Effect.gen(function*() {
       yield* register("http://127.0.0.1:9/hook")
@@ -78,7 +82,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
         ))
       expect(cursor[0]?.lastSeq).toBe(yield* maxSeq("events"))
       expect(early.id).toMatch(/^evt_/)
-    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture)), heldReadersWait))
 
   it.effect("an event is not held back while the fan-out moves earlier ones", () =>
     Effect.gen(function*() {
@@ -90,7 +94,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       expect(yield* writeWhileReaderHeld("deliveries", worker.fanOut(0, 100), complete("srv_main"))).toBe(1)
       expect(yield* worker.fanOut(0, 100)).toBe(1)
       expect(yield* deliveries).toHaveLength(2)
-    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture)), heldReadersWait))
 
   it.effect("a response change whose transaction commits after a later-numbered one is still applied", () =>
     Effect.gen(function*() {
@@ -118,7 +122,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
         yield* sql`SELECT seq FROM analytics_position WHERE id = 1`.pipe(Effect.orDie)
       )
       expect(position[0]?.seq).toBe(newest)
-    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture)), heldReadersWait))
 
   it.effect("a change numbered past the settled position is read by the next step, not this one", () =>
     Effect.gen(function*() {
@@ -137,7 +141,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       expect(read.map((c) => c.responseId)).toEqual(["rsp_1"])
       yield* onOutside(holder, "COMMIT")
       expect(yield* aggregator.catchUp()).toBe(3)
-    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture)), heldReadersWait))
 
   it.effect("a survey's rebuild waits for a step of another process, as a step waits for it", () =>
     Effect.gen(function*() {
@@ -153,7 +157,7 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       expect(Option.isNone(yield* Fiber.poll(rebuilding))).toBe(true)
       yield* onOutside(stepper, "COMMIT")
       expect(yield* Fiber.join(rebuilding)).toBeGreaterThan(0)
-    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture)), heldReadersWait))
 
   it.effect("a save's change is not held back while the aggregator applies earlier ones", () =>
     Effect.gen(function*() {
@@ -164,6 +168,21 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
       // wait for the step's end if the step held the log.
       expect(yield* writeWhileReaderHeld("analytics_contributions", aggregator.step(), writeChange("rsp_2"))).toBe(1)
       expect(yield* aggregator.step()).toBe(1)
+    }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture)), heldReadersWait))
+
+  it.effect("a settling reader waits a moment at most for a writer held open, and saves meanwhile are not held behind it", () =>
+    Effect.gen(function*() {
+      const aggregator = yield* Aggregator
+      yield* aggregator.catchUp()
+      const holder = yield* outsideConnection
+      yield* onOutside(holder, "BEGIN")
+      yield* onOutside(holder, changeRow("rsp_1"))
+      // The writer is still open: the step answers without reading past it.
+      expect(yield* aggregator.step()).toBe(0)
+      // No reader's lock is queued ahead of a save's change.
+      yield* writeChange("rsp_2")
+      yield* onOutside(holder, "COMMIT")
+      expect(yield* aggregator.catchUp()).toBe(2)
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
 

@@ -36,6 +36,22 @@ const holdLogWriters = (sql: SqlClient.SqlClient, table: LogTable) =>
   Effect.asVoid(sql.unsafe(`LOCK TABLE ${table} IN SHARE MODE`))
 
 /**
+ * How long, in milliseconds, a settling reader waits for the transactions still writing to a log
+ * table (PostgreSQL). New writers queue behind its waiting lock, so a long writer (a batch of an
+ * erasure) would otherwise hold every save back for its whole length; past this wait the reader
+ * gives up for this round. Tests that hold a writer open on purpose set a longer one.
+ */
+export class SettleLockWait extends Context.Reference<SettleLockWait>()("Sql/SettleLockWait", {
+  defaultValue: (): number => 50
+}) {}
+
+/** PostgreSQL refused a lock within `lock_timeout` (55P03, lock_not_available). */
+const isLockNotAvailable = (error: SqlError.SqlError): boolean => {
+  const cause: unknown = error.cause
+  return typeof cause === "object" && cause !== null && "code" in cause && cause.code === "55P03"
+}
+
+/**
  * PostgreSQL: the highest serial of `table` at or below which every row is final, read in a
  * transaction of its own (see `SqlDialectShape.settledSeq`).
  *
@@ -46,21 +62,33 @@ const holdLogWriters = (sql: SqlClient.SqlClient, table: LogTable) =>
  * new writers back; the highest serial read then has no hole below it that a later commit could
  * fill, and a writer let in afterwards takes a higher one. The lock is held for that one read
  * only: new rows wait for it for about one round trip, not for the reader's whole work (an
- * aggregator step, a fan-out). Called inside another transaction it would hold the lock until that
- * one ends: it refuses to, as a defect.
+ * aggregator step, a fan-out). It waits at most `SettleLockWait` for the writers before it:
+ * past that, the answer is the last one this process read for the table (0 before any), which
+ * stays true, so the reader reads no further this round. Called inside another transaction it
+ * would hold the lock until that one ends: it refuses to, as a defect.
  */
-const pgSettledSeq = (sql: SqlClient.SqlClient, table: LogTable): Effect.Effect<number, SqlError.SqlError> =>
+const pgSettledSeq = (
+  sql: SqlClient.SqlClient,
+  table: LogTable,
+  lastSettled: Map<LogTable, number>
+): Effect.Effect<number, SqlError.SqlError> =>
   Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
     Option.isSome(outer)
       ? Effect.dieMessage(`The settled position of ${table} is read in a transaction of its own, not inside another.`)
       : sql.withTransaction(
         Effect.zipRight(
-          holdLogWriters(sql, table),
+          Effect.zipRight(
+            Effect.flatMap(SettleLockWait, (ms) => sql.unsafe(`SET LOCAL lock_timeout = '${Math.max(1, Math.round(ms))}ms'`)),
+            holdLogWriters(sql, table)
+          ),
           Effect.map(
             sql.unsafe(`SELECT COALESCE(MAX(seq), 0) AS seq FROM ${table}`),
             (rows) => Schema.decodeUnknownSync(Schema.Array(SettledRow))(rows)[0]?.seq ?? 0
           )
         )
+      ).pipe(
+        Effect.tap((seq) => Effect.sync(() => lastSettled.set(table, seq))),
+        Effect.catchIf(isLockNotAvailable, () => Effect.succeed(lastSettled.get(table) ?? 0))
       ))
 
 /** ` AND seq <= upTo`, or nothing when there is no bound: a log read stopped at `settledSeq`. */
@@ -109,11 +137,11 @@ const sqliteDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
   choose: (forms) => forms.sqlite()
 })
 
-const pgDialect = (sql: SqlClient.SqlClient): SqlDialectShape => ({
+const pgDialect = (sql: SqlClient.SqlClient, lastSettled = new Map<LogTable, number>()): SqlDialectShape => ({
   kind: "pg",
   lockRows: (alias) => sql.literal(` FOR UPDATE OF ${alias}`),
   positional: toNumbered,
-  settledSeq: (table) => pgSettledSeq(sql, table),
+  settledSeq: (table) => pgSettledSeq(sql, table, lastSettled),
   holdLogWriters: (table) => holdLogWriters(sql, table),
   choose: (forms) => forms.pg()
 })
