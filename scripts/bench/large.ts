@@ -518,7 +518,13 @@ const render = (title: string, rows: ReadonlyArray<Row>) => {
     const latencies = row.saves.filter((s) => s.status !== 0).map((s) => s.ms)
     const stats = summary(latencies)
     const unavailable = row.saves.filter((s) => s.status === 503).length
-    const failed = row.saves.filter((s) => s.status !== 201 && s.status !== 200 && s.status !== 503).length
+    const others = row.saves.filter((s) => s.status !== 201 && s.status !== 200 && s.status !== 503)
+    const byStatus = new Map<number, number>()
+    for (const s of others) byStatus.set(s.status, (byStatus.get(s.status) ?? 0) + 1)
+    // Status 0: no answer (the connection failed, or 30 s passed).
+    const failed = others.length === 0
+      ? "0"
+      : `${others.length} (${[...byStatus].map(([status, n]) => `${n} × ${status === 0 ? "no answer" : status}`).join(", ")})`
     return [
       row.name,
       row.note === "" ? "" : `${fmt(row.ms / 1000, 2)} s (${row.note})`,
@@ -528,7 +534,7 @@ const render = (title: string, rows: ReadonlyArray<Row>) => {
       fmt(stats.p99, 0),
       fmt(stats.max, 0),
       String(unavailable),
-      String(failed)
+      failed
     ]
   })
   return `${title}\n\n${
