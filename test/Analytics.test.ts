@@ -2,7 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SurveyId } from "../src/Domain/Ids.js"
-import { Aggregator, AggregatorLive } from "../src/Analytics/Aggregator.js"
+import { Aggregator, AggregatorLive, type RebuildBatch } from "../src/Analytics/Aggregator.js"
+import { WorkBatches } from "../src/Sql/Transactions.js"
 import { Analytics } from "../src/Domain/Analytics.js"
 import { settleAnalytics, writeResponse } from "./support/AnalyticsWrites.js"
 import { clientFor } from "./support/ApiClient.js"
@@ -128,6 +129,31 @@ layer(TestServer(baseFixture))("GET /api/v1/surveys/{id}/analytics", (it) => {
       const fromScratch = yield* Effect.flatMap(Aggregator, (a) => a.rebuild(SurveyId.make("srv_main")))
       expect(fromScratch).toBe(3)
       expect(yield* analytics()).toEqual(data)
+    }))
+
+  it.effect("the operator's rebuild follows a serving process that works on it, and works alone when none does", () =>
+    Effect.gen(function*() {
+      yield* catchUp
+      const aggregator = yield* Aggregator
+      const srv = SurveyId.make("srv_main")
+      const expected = yield* analytics()
+      const oneByOne = Effect.provideService(WorkBatches, { ...(yield* WorkBatches), rebuild: 1 })
+      const heard: Array<RebuildBatch> = []
+      const hear = (batch: RebuildBatch) => Effect.sync(() => heard.push(batch))
+
+      // Beside a server: in each of the command's pauses the server's background loop does a batch.
+      const beside = yield* aggregator.rebuild(srv, hear, Effect.orDie(Effect.asVoid(aggregator.rebuildStep()))).pipe(oneByOne)
+      expect(beside).toBe(3)
+      // It only followed: no batch of its own, the last one included.
+      expect(heard.map((batch) => [batch.passed, batch.done])).toEqual([[1, false], [2, false], [3, false]])
+      expect(yield* analytics()).toEqual(expected)
+
+      // Alone: nobody moves the rebuild on during its pauses, so it does every batch.
+      heard.length = 0
+      const alone = yield* aggregator.rebuild(srv, hear, Effect.void).pipe(oneByOne)
+      expect(alone).toBe(3)
+      expect(heard.at(-1)?.done).toBe(true)
+      expect(yield* analytics()).toEqual(expected)
     }))
 
   it.effect("answers 401, 403 and 404 like the other survey endpoints", () =>

@@ -230,18 +230,36 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
     /**
      * Rebuilds one survey's counters through the batched path, to the end: a new generation, then
      * batch after batch (`progress` hears each). Answers how many responses it counted.
+     *
+     * With `pause` (the operator's command beside a server), it waits `pause` before each batch
+     * and does the batch only when nobody moved the rebuild on meanwhile: while a serving
+     * process's background loop works on it, the command only follows (`progress` hears where it
+     * stands), so the two never compete for the database; when nobody does, it works alone.
      */
     const rebuild = Effect.fn("Aggregator.rebuild")(function*(
       surveyId: SurveyId,
-      progress: (batch: RebuildBatch) => Effect.Effect<void> = () => Effect.void
+      progress: (batch: RebuildBatch) => Effect.Effect<void> = () => Effect.void,
+      pause?: Effect.Effect<void>
     ) {
       yield* requestRebuild(surveyId)
+      let seen = pause === undefined ? undefined : yield* rebuilds.stateOf(surveyId)
       while (true) {
+        if (pause !== undefined) {
+          yield* pause
+          const now = yield* rebuilds.stateOf(surveyId)
+          if (!now.active) return now.passed
+          if (seen === undefined || now.generation !== seen.generation || now.passed !== seen.passed) {
+            seen = now
+            yield* progress({ surveyId, passed: now.passed, done: false })
+            continue
+          }
+        }
         const batch = yield* rebuildBatchOf(surveyId)
         // Finished by another process (its background loop), or the survey is gone.
         if (batch === undefined) return (yield* rebuilds.stateOf(surveyId)).passed
         yield* progress(batch)
         if (batch.done) return batch.passed
+        if (pause !== undefined) seen = yield* rebuilds.stateOf(surveyId)
         yield* batchCommitted("analytics rebuild")
       }
     })
@@ -249,12 +267,13 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
     /** `rebuild` for an operator: an unknown id is an error rather than an empty survey. */
     const rebuildExisting = Effect.fn("Aggregator.rebuildExisting")(function*(
       surveyId: SurveyId,
-      progress?: (batch: RebuildBatch) => Effect.Effect<void>
+      progress?: (batch: RebuildBatch) => Effect.Effect<void>,
+      pause?: Effect.Effect<void>
     ) {
       if (!(yield* repo.surveyExists(surveyId))) {
         return yield* new UnknownSurvey({ message: `No survey with id ${JSON.stringify(surveyId)}.` })
       }
-      return yield* rebuild(surveyId, progress)
+      return yield* rebuild(surveyId, progress, pause)
     })
 
     /**
@@ -262,7 +281,8 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
      * then known to be included, and the aggregation's position moves past them.
      */
     const rebuildAll = Effect.fn("Aggregator.rebuildAll")(function*(
-      progress?: (batch: RebuildBatch, survey: number, of: number) => Effect.Effect<void>
+      progress?: (batch: RebuildBatch, survey: number, of: number) => Effect.Effect<void>,
+      pause?: Effect.Effect<void>
     ) {
       const settled = yield* repo.settledChanges
       const latest = yield* repo.latestChange
@@ -270,7 +290,7 @@ export class Aggregator extends Effect.Service<Aggregator>()("Analytics/Aggregat
       const ids = yield* repo.surveyIds
       let responses = 0
       for (const [index, id] of ids.entries()) {
-        responses += yield* rebuild(id, progress === undefined ? undefined : (batch) => progress(batch, index + 1, ids.length))
+        responses += yield* rebuild(id, progress === undefined ? undefined : (batch) => progress(batch, index + 1, ids.length), pause)
       }
       yield* skipIncluded(upTo)
       yield* repo.checkpoint

@@ -210,36 +210,39 @@ const surveys = Command.make("surveys").pipe(Command.withSubcommands([
 /**
  * A rebuild's progress on a terminal: one line rewritten in place every `progressEvery` batches
  * and at the end of each survey. Nothing when the output is not a terminal (a log, a pipe).
- *
- * After each batch the command leaves the database alone for as long as the batch took (at least
- * `leastPauseMs`, at most `yieldAtMostMs`): a server on the same database gets its turn between
- * two batches. On PostgreSQL the pause keeps the rebuild to about half of the machine it shares
- * with the server. On SQLite a server's writer waiting for the lock another process holds looks
- * again after pauses that grow to 100 ms: batches taken back to back, or with shorter pauses,
- * would leave it only moments it misses. There the command counts `sqliteRebuildBatch` responses
- * per batch and pauses at least 100 ms after each.
  */
 const progressEvery = 20
-const yieldAtMostMs = 250
-const sqliteRebuildBatch = 1000
-const rebuildProgress = (tty: boolean, leastPauseMs: number) => {
+const rebuildProgress = (tty: boolean) => {
   let batches = 0
-  let since = performance.now()
   return (batch: RebuildBatch, survey?: { readonly index: number; readonly of: number }) =>
-    Effect.suspend(() => {
+    Effect.sync(() => {
       batches += 1
-      if (tty && (batch.done || batches % progressEvery === 0)) {
-        const of = survey === undefined ? "" : ` (survey ${survey.index} of ${survey.of})`
-        process.stdout.write(`\r\u001b[2KRebuilding ${batch.surveyId}${of}: ${batch.passed} responses counted${batch.done ? ", done.\n" : "…"}`)
-      }
-      const took = performance.now() - since
-      return Effect.zipRight(
-        Effect.sleep(Duration.millis(Math.min(yieldAtMostMs, Math.max(leastPauseMs, took)))),
-        Effect.sync(() => {
-          since = performance.now()
-        })
-      )
+      if (!tty || (!batch.done && batches % progressEvery !== 0)) return
+      const of = survey === undefined ? "" : ` (survey ${survey.index} of ${survey.of})`
+      process.stdout.write(`\r\u001b[2KRebuilding ${batch.surveyId}${of}: ${batch.passed} responses counted${batch.done ? ", done.\n" : "…"}`)
     })
+}
+
+/**
+ * The command's pause before each batch (`Aggregator.rebuild`): as long as the last batch took,
+ * at least `leastPauseMs` (a SQLite writer of another process, waiting for the lock, looks again
+ * after pauses that grow to 100 ms), at most `mostPauseMs`. A serving process's background loop
+ * moves the rebuild on meanwhile, and the command then only follows it; alone, it works at about
+ * half the speed of batches back to back, `commandRebuildBatch` responses each.
+ */
+const leastPauseMs = 100
+const mostPauseMs = 250
+const commandRebuildBatch = 1000
+const rebuildPause = () => {
+  let since = performance.now()
+  return Effect.suspend(() =>
+    Effect.zipRight(
+      Effect.sleep(Duration.millis(Math.min(mostPauseMs, Math.max(leastPauseMs, performance.now() - since)))),
+      Effect.sync(() => {
+        since = performance.now()
+      })
+    )
+  )
 }
 
 const analyticsRebuild = Command.make("rebuild", {
@@ -250,17 +253,17 @@ const analyticsRebuild = Command.make("rebuild", {
     db,
     Effect.gen(function*() {
       const aggregator = yield* Aggregator
-      const onSqlite = (yield* AppConfig).databaseUrl === undefined
-      const progress = rebuildProgress(process.stdout.isTTY === true, onSqlite ? 100 : 0)
+      const progress = rebuildProgress(process.stdout.isTTY === true)
+      const pause = rebuildPause()
       const batches = yield* WorkBatches
       yield* Option.match(survey, {
         onNone: () =>
-          Effect.flatMap(aggregator.rebuildAll((batch, index, of) => progress(batch, { index, of })), (done) =>
+          Effect.flatMap(aggregator.rebuildAll((batch, index, of) => progress(batch, { index, of }), pause), (done) =>
             Console.log(`Rebuilt analytics of ${done.surveys} surveys from ${done.responses} responses.`)),
         onSome: (id) =>
-          Effect.flatMap(aggregator.rebuildExisting(SurveyId.make(id), (batch) => progress(batch)), (responses) =>
+          Effect.flatMap(aggregator.rebuildExisting(SurveyId.make(id), (batch) => progress(batch), pause), (responses) =>
             Console.log(`Rebuilt analytics of survey ${id} from ${responses} responses.`))
-      }).pipe(Effect.provideService(WorkBatches, onSqlite ? { ...batches, rebuild: sqliteRebuildBatch } : batches))
+      }).pipe(Effect.provideService(WorkBatches, { ...batches, rebuild: commandRebuildBatch }))
     })
   )).pipe(Command.withDescription(
     "Recompute stored analytics from the responses (one survey, or all), in short batches beside a running server; " +
