@@ -55,6 +55,9 @@ export const isPgPoolExhausted = (error: unknown): boolean =>
   error instanceof SqlError.SqlError && error.message.startsWith("Failed to acquire connection") &&
   error.cause instanceof Error && error.cause.message === "timeout exceeded when trying to connect"
 
+/** True when PostgreSQL refused a lock within the transaction's `lock_timeout` (55P03, lock_not_available). */
+export const isPgLockNotAvailable = (error: unknown): boolean => codeOf(error) === "55P03"
+
 /**
  * True when PostgreSQL stopped a statement that ran too long: the server's `statement_timeout`
  * (`DATABASE_STATEMENT_TIMEOUT_MS`; 57014, the only cancel the service meets, since it never
@@ -63,7 +66,7 @@ export const isPgPoolExhausted = (error: unknown): boolean =>
  */
 export const isPgStatementTimeout = (error: unknown): boolean => {
   const code = codeOf(error)
-  return code === "57014" || code === "55P03"
+  return code === "57014" || isPgLockNotAvailable(error)
 }
 
 /**

@@ -1,5 +1,6 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { isPgLockNotAvailable } from "./Busy.js"
 import { toNumbered } from "./PgText.js"
 
 export { toNumbered }
@@ -45,12 +46,6 @@ export class SettleLockWait extends Context.Reference<SettleLockWait>()("Sql/Set
   defaultValue: (): number => 50
 }) {}
 
-/** PostgreSQL refused a lock within `lock_timeout` (55P03, lock_not_available). */
-const isLockNotAvailable = (error: SqlError.SqlError): boolean => {
-  const cause: unknown = error.cause
-  return typeof cause === "object" && cause !== null && "code" in cause && cause.code === "55P03"
-}
-
 /**
  * PostgreSQL: the highest serial of `table` at or below which every row is final, read in a
  * transaction of its own (see `SqlDialectShape.settledSeq`).
@@ -88,7 +83,7 @@ const pgSettledSeq = (
         )
       ).pipe(
         Effect.tap((seq) => Effect.sync(() => lastSettled.set(table, seq))),
-        Effect.catchIf(isLockNotAvailable, () => Effect.succeed(lastSettled.get(table) ?? 0))
+        Effect.catchIf(isPgLockNotAvailable, () => Effect.succeed(lastSettled.get(table) ?? 0))
       ))
 
 /** ` AND seq <= upTo`, or nothing when there is no bound: a log read stopped at `settledSeq`. */
