@@ -128,9 +128,9 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: true }))(
         for (const scope of ["workspace", "survey"] as const) {
           const webhook = yield* webhookOf(scope)
           const rateNow = Effect.map(webhook.settings, (settings) => settings.maxAttemptsPerSecond)
-          // The typed PUTs succeed only on the declared 200.
           expect(yield* rateNow).toBeNull()
           const targetUrl = "http://127.0.0.1:9/rate"
+          // The typed PUTs succeed only on the declared 200.
           yield* webhook.put({ targetUrl })
           expect(yield* rateNow).toBeNull()
           for (const rate of [1, 1000, 7]) {
