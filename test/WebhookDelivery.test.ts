@@ -3,9 +3,9 @@ import { Duration, Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
 import { EventEnvelope } from "../src/Domain/Event.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
-import { DeliveryLog } from "../src/Webhooks/Api.js"
 import { TOKENS } from "./support/Fixtures.js"
-import { bodyOf, decodeAs, get } from "./support/TestServer.js"
+import { clientFor } from "./support/ApiClient.js"
+import { decodeAs } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld, workerAsleep } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
@@ -38,18 +38,20 @@ describe("webhook delivery", () => {
       const completion = verified.find((e) => e["id"] === completed.id)
       expect(completion?.["data"]).toEqual({ responseId: "rsp_1", externalUserId: null })
 
+      const api = yield* clientFor(TOKENS.editor)
       const surveyLog = yield* eventually(
-        Effect.map(get("/api/v1/surveys/srv_draft/webhook/deliveries", TOKENS.editor), (r) => bodyOf(DeliveryLog, r)),
+        api.surveyWebhook.deliveries({ path: { id: SurveyId.make("srv_draft") }, urlParams: {} }).pipe(Effect.orDie),
         (log) => log.data.length === 1
       )
       expect(surveyLog.data[0]).toMatchObject({ eventId: published["id"], eventType: "survey.published", surveyId: "srv_draft", ok: true })
       const workspaceLog = yield* eventually(
-        Effect.map(get("/api/v1/webhooks/deliveries", TOKENS.editor), (r) => bodyOf(DeliveryLog, r)),
+        api.workspaceWebhooks.deliveries({ urlParams: {} }).pipe(Effect.orDie),
         (log) => log.data.length === 2
       )
       expect(workspaceLog.data.map((a) => a.eventId).sort()).toEqual([published["id"], completed.id].sort())
       // The survey log holds only the survey webhook's attempts.
-      expect((yield* get("/api/v1/surveys/srv_main/webhook/deliveries", TOKENS.editor)).body).toEqual({ data: [] })
+      const mainLog = yield* api.surveyWebhook.deliveries({ path: { id: SurveyId.make("srv_main") }, urlParams: {} })
+      expect(mainLog).toEqual({ data: [] })
       expect((yield* deliveries).every((d) => d.state === "delivered")).toBe(true)
     }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
 

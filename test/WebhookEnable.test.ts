@@ -3,17 +3,17 @@ import { Duration, Effect, Metric, type MetricState, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
 import { webhookDeliveries } from "../src/Telemetry/Metrics.js"
 import { toIso } from "../src/Domain/Time.js"
-import { DeliveryLog, Recovery, WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 import { advance } from "./support/Advance.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, ErrorBody, get } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, WebhookWorld } from "./support/WebhookWorld.js"
 
 /** The outbox is polled hourly here, so that the clock moves only when the test moves it. */
 const world = WebhookWorld({ pollInterval: Duration.hours(1) })
 
-const settingsOf = (path: string) => Effect.map(get(path, TOKENS.editor), (res) => bodyOf(WebhookSettings, res))
+const srvMain = { path: { id: SurveyId.make("srv_main") } }
 
 /** How many attempts `webhook_deliveries_total` has counted with this outcome so far, in this process. */
 const counted = (outcome: string) =>
@@ -44,16 +44,15 @@ describe("POST …/webhook/enable (v1-extensions §X1.4a)", () => {
       yield* advance("1 day")
       const start = yield* TestClock.currentTimeMillis
       const target = yield* receiver(() => new Response("", { status }))
-      const path = "/api/v1/surveys/srv_main/webhook"
-      const put = yield* call("PUT", path, {
-        token: TOKENS.editor,
-        body: JSON.stringify({
+      const api = yield* clientFor(TOKENS.editor)
+      const { signingSecret } = yield* api.surveyWebhook.put({
+        ...srvMain,
+        payload: {
           targetUrl: target.url,
           events: ["response.created", "response.completed"],
           maxAttemptsPerSecond: 5
-        })
+        }
       })
-      const { signingSecret } = bodyOf(WebhookRegistered, put)
 
       // A 410 disables it, and is counted as what it did.
       const before = yield* counts
@@ -63,25 +62,25 @@ describe("POST …/webhook/enable (v1-extensions §X1.4a)", () => {
       const afterGone = yield* counts
       expect(afterGone.disabled - before.disabled).toBe(1)
       expect(afterGone.retrying - before.retrying).toBe(0)
-      const disabled = yield* settingsOf(path)
+      const disabled = yield* api.surveyWebhook.get(srvMain)
       expect(disabled).toMatchObject({ enabled: false, disabledReason: "gone", maxAttemptsPerSecond: 5 })
 
       // Operations that need an enabled webhook point to enable.
-      const test = yield* call("POST", `${path}/test`, { token: TOKENS.editor })
-      expect(test.status).toBe(400)
-      expect(bodyOf(ErrorBody, test).message).toContain(`POST /surveys/srv_main/webhook/enable`)
+      const test = yield* Effect.flip(api.surveyWebhook.test(srvMain))
+      expect(test._tag).toBe("InvalidRequest")
+      expect(test.message).toContain(`POST /surveys/srv_main/webhook/enable`)
 
       // Missed while disabled.
       const missed = yield* complete("srv_main", "ws_a", "rsp_2")
       yield* advance("1 hour")
 
       // A viewer may not enable it; nothing changes.
-      expect((yield* call("POST", `${path}/enable`, { token: TOKENS.viewer })).status).toBe(403)
-      expect(yield* settingsOf(path)).toEqual(disabled)
+      const viewer = yield* clientFor(TOKENS.viewer)
+      expect(yield* outcomeOf(viewer.surveyWebhook.enable(srvMain))).toBe("Forbidden")
+      expect(yield* api.surveyWebhook.get(srvMain)).toEqual(disabled)
 
       status = 200
-      const enabled = yield* call("POST", `${path}/enable`, { token: TOKENS.editor })
-      expect(enabled.status).toBe(200)
+      const enabled = yield* api.surveyWebhook.enable(srvMain)
       const expected = {
         enabled: true,
         targetUrl: target.url,
@@ -90,10 +89,10 @@ describe("POST …/webhook/enable (v1-extensions §X1.4a)", () => {
         previousSecretExpiresAt: null,
         maxAttemptsPerSecond: 5
       }
-      expect(bodyOf(WebhookSettings, enabled)).toEqual(expected)
-      expect(yield* settingsOf(path)).toEqual(expected)
+      expect(enabled).toEqual(expected)
+      expect(yield* api.surveyWebhook.get(srvMain)).toEqual(expected)
       // On an enabled webhook it changes nothing.
-      expect(bodyOf(WebhookSettings, yield* call("POST", `${path}/enable`, { token: TOKENS.editor }))).toEqual(expected)
+      expect(yield* api.surveyWebhook.enable(srvMain)).toEqual(expected)
 
       // New events flow again, signed with the secret the receiver already holds.
       const next = yield* complete("srv_main", "ws_a", "rsp_3")
@@ -113,39 +112,35 @@ describe("POST …/webhook/enable (v1-extensions §X1.4a)", () => {
       )
 
       // The recovery of the outage sends the two events that never arrived.
-      const recovered = yield* call("POST", `${path}/recover`, {
-        token: TOKENS.editor,
-        body: JSON.stringify({ since: toIso(start), until: toIso((yield* TestClock.currentTimeMillis) + 1) })
+      // The typed call succeeds only on the declared 202.
+      const recovered = yield* api.surveyWebhook.recover({
+        ...srvMain,
+        payload: { since: toIso(start), until: toIso((yield* TestClock.currentTimeMillis) + 1) }
       })
-      expect(recovered.status).toBe(202)
-      expect(bodyOf(Recovery, recovered)).toEqual({ queued: 2 })
+      expect(recovered).toEqual({ queued: 2 })
       yield* advance("1 hour")
       const received = yield* eventually(target.received, (all) => all.length === 4)
       expect(received.slice(2).map((r) => r.headers["webhook-id"]).sort()).toEqual([first.id, missed.id].sort())
-      expect(yield* settingsOf(path)).toEqual(expected)
+      expect(yield* api.surveyWebhook.get(srvMain)).toEqual(expected)
     }).pipe(Effect.provide(world), Effect.scoped))
 
   it.effect("the workspace webhook: enable keeps its settings; no webhook: 400; a survey-limited key: 403", () =>
     Effect.gen(function*() {
-      const path = "/api/v1/webhooks"
-      const none = yield* call("POST", `${path}/enable`, { token: TOKENS.editor })
-      expect(none.status).toBe(400)
-      expect(bodyOf(ErrorBody, none).code).toBe("invalid_request")
-      expect((yield* call("POST", "/api/v1/surveys/srv_main/webhook/enable", { token: TOKENS.editor })).status).toBe(400)
+      const api = yield* clientFor(TOKENS.editor)
+      expect(yield* outcomeOf(api.workspaceWebhooks.enable({}))).toBe("InvalidRequest")
+      expect(yield* outcomeOf(api.surveyWebhook.enable(srvMain))).toBe("InvalidRequest")
 
       let status = 410
       const target = yield* receiver(() => new Response("", { status }))
-      yield* call("PUT", path, {
-        token: TOKENS.editor,
-        body: JSON.stringify({ targetUrl: target.url, events: ["survey.closed", "response.completed"] })
-      })
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url, events: ["survey.closed", "response.completed"] } })
       yield* complete("srv_main")
       yield* advance("1 hour")
       yield* settled(1)
-      expect(yield* settingsOf(path)).toMatchObject({ enabled: false, disabledReason: "gone" })
-      expect((yield* call("POST", `${path}/enable`, { token: TOKENS.limited })).status).toBe(403)
+      expect(yield* api.workspaceWebhooks.get({})).toMatchObject({ enabled: false, disabledReason: "gone" })
+      const limited = yield* clientFor(TOKENS.limited)
+      expect(yield* outcomeOf(limited.workspaceWebhooks.enable({}))).toBe("Forbidden")
       status = 200
-      expect(bodyOf(WebhookSettings, yield* call("POST", `${path}/enable`, { token: TOKENS.editor }))).toEqual({
+      expect(yield* api.workspaceWebhooks.enable({})).toEqual({
         enabled: true,
         targetUrl: target.url,
         events: ["response.completed", "survey.closed"],
@@ -165,9 +160,8 @@ describe("DELETE /surveys/{id}/webhook (v1-extensions §X1.4a)", () => {
     Effect.gen(function*() {
       // The receiver asks for a retry in 10 hours, so that a delivery is pending when the webhook goes.
       const target = yield* receiver(() => new Response("", { status: 503, headers: { "retry-after": "36000" } }))
-      const path = "/api/v1/surveys/srv_main/webhook"
-      const put = yield* call("PUT", path, { token: TOKENS.editor, body: JSON.stringify({ targetUrl: target.url }) })
-      const oldSecret = bodyOf(WebhookRegistered, put).signingSecret
+      const api = yield* clientFor(TOKENS.editor)
+      const oldSecret = (yield* api.surveyWebhook.put({ ...srvMain, payload: { targetUrl: target.url } })).signingSecret
       const before = yield* counts
       yield* complete("srv_main")
       yield* advance("1 hour")
@@ -175,11 +169,13 @@ describe("DELETE /surveys/{id}/webhook (v1-extensions §X1.4a)", () => {
       expect((yield* counts).retrying - before.retrying).toBe(1)
       expect((yield* deliveries).map((d) => d.state)).toEqual(["pending"])
 
-      expect((yield* call("DELETE", path, { token: TOKENS.viewer })).status).toBe(403)
-      expect((yield* settingsOf(path)).enabled).toBe(true)
-      const removed = yield* call("DELETE", path, { token: TOKENS.limited })
-      expect(removed.status).toBe(204)
-      expect(yield* settingsOf(path)).toEqual({
+      const viewer = yield* clientFor(TOKENS.viewer)
+      expect(yield* outcomeOf(viewer.surveyWebhook.delete(srvMain))).toBe("Forbidden")
+      expect((yield* api.surveyWebhook.get(srvMain)).enabled).toBe(true)
+      // The typed calls succeed only on the declared 204.
+      const limited = yield* clientFor(TOKENS.limited)
+      yield* limited.surveyWebhook.delete(srvMain)
+      expect(yield* api.surveyWebhook.get(srvMain)).toEqual({
         enabled: false,
         targetUrl: null,
         events: [],
@@ -189,12 +185,12 @@ describe("DELETE /surveys/{id}/webhook (v1-extensions §X1.4a)", () => {
       })
       // Its pending delivery ends unsent; its log stays readable.
       expect((yield* deliveries).map((d) => d.state)).toEqual(["given_up"])
-      const log = bodyOf(DeliveryLog, yield* get(`${path}/deliveries`, TOKENS.editor))
+      const log = yield* api.surveyWebhook.deliveries({ ...srvMain, urlParams: {} })
       expect(log.data).toHaveLength(1)
       // Again: nothing to remove, still 204; another survey's key: 403.
-      expect((yield* call("DELETE", path, { token: TOKENS.editor })).status).toBe(204)
-      expect((yield* call("DELETE", "/api/v1/surveys/srv_draft/webhook", { token: TOKENS.limited })).status).toBe(403)
-      expect((yield* call("DELETE", "/api/v1/surveys/srv_nope/webhook", { token: TOKENS.editor })).status).toBe(404)
+      yield* api.surveyWebhook.delete(srvMain)
+      expect(yield* outcomeOf(limited.surveyWebhook.delete({ path: { id: SurveyId.make("srv_draft") } }))).toBe("Forbidden")
+      expect(yield* outcomeOf(api.surveyWebhook.delete({ path: { id: SurveyId.make("srv_nope") } }))).toBe("NotFound")
 
       // Nothing is queued any more; the retry's time passes without an attempt.
       yield* complete("srv_main", "ws_a", "rsp_2")
@@ -203,10 +199,7 @@ describe("DELETE /surveys/{id}/webhook (v1-extensions §X1.4a)", () => {
       expect(yield* deliveries).toHaveLength(1)
 
       // A later PUT registers a new webhook, with a new secret, receiving what comes after it.
-      const again = bodyOf(
-        WebhookRegistered,
-        yield* call("PUT", path, { token: TOKENS.editor, body: JSON.stringify({ targetUrl: target.url }) })
-      )
+      const again = yield* api.surveyWebhook.put({ ...srvMain, payload: { targetUrl: target.url } })
       expect(again.signingSecret).not.toBe(oldSecret)
       yield* complete("srv_main", "ws_a", "rsp_3")
       yield* advance("1 hour")

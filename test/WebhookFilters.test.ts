@@ -3,13 +3,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { EventEnvelope, type EventType } from "../src/Domain/Event.js"
 import { OutboxRepo } from "../src/Events/OutboxRepo.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientFor } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
-import { call, decodeAs } from "./support/TestServer.js"
+import { decodeAs } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { deliveries, WebhookWorld } from "./support/WebhookWorld.js"
-
-const put = (path: string, body: unknown) => call("PUT", path, { token: TOKENS.editor, body: JSON.stringify(body) })
 
 const emit = (type: EventType, surveyId: string) =>
   Effect.gen(function*() {
@@ -35,13 +35,13 @@ describe("event filters", () => {
     Effect.gen(function*() {
       const defaults = yield* receiver()
       const optedIn = yield* receiver()
-      expect((yield* put("/api/v1/webhooks", { targetUrl: defaults.url })).status).toBe(200)
-      expect(
-        (yield* put("/api/v1/surveys/srv_main/webhook", {
-          targetUrl: optedIn.url,
-          events: ["response.created", "response.deleted", "survey.closed"]
-        })).status
-      ).toBe(200)
+      // The typed calls succeed only on the declared 200.
+      const api = yield* clientFor(TOKENS.editor)
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: defaults.url } })
+      yield* api.surveyWebhook.put({
+        path: { id: SurveyId.make("srv_main") },
+        payload: { targetUrl: optedIn.url, events: ["response.created", "response.deleted", "survey.closed"] }
+      })
 
       yield* emit("response.created", "srv_main")
       yield* emit("response.updated", "srv_main")
@@ -57,9 +57,8 @@ describe("event filters", () => {
       expect(typesOf(yield* optedIn.received)).toEqual(["response.created", "response.deleted", "survey.closed"])
 
       // A workspace webhook that names none of the v1 set still gets the test event.
-      expect((yield* put("/api/v1/webhooks", { targetUrl: defaults.url, events: ["response.deleted"] })).status).toBe(200)
-      const test = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
-      expect(test.body).toEqual({ delivered: true })
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: defaults.url, events: ["response.deleted"] } })
+      expect(yield* api.workspaceWebhooks.test({})).toEqual({ delivered: true })
       expect(typesOf(yield* defaults.received)).toEqual(["response.completed", "survey.closed", "webhook.test"])
     }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
 })

@@ -2,9 +2,10 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Schema, TestClock } from "effect"
 import { maxRetryAfter, retryAfterDelay } from "../src/Webhooks/RetrySchedule.js"
-import { WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, decodeAs, get } from "./support/TestServer.js"
+import { decodeAs } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
@@ -34,7 +35,7 @@ const eventSeq = (eventId: string) =>
     return rows[0]?.seq ?? 0
   })
 
-const settingsOf = (path: string) => Effect.map(get(path, TOKENS.editor), (res) => bodyOf(WebhookSettings, res))
+const srvMain = { path: { id: SurveyId.make("srv_main") } }
 
 /** Moves the clock to each pending delivery's due time until none is pending; bounded. */
 const runOutRetries = Effect.gen(function*() {
@@ -67,7 +68,8 @@ describe("automatic disable", () => {
       yield* advance("1 hour")
       yield* eventually(loggedAttempts, (all) => all.length === 2)
       yield* eventually(deliveries, (all) => all.every((d) => d.leaseUntil === 0))
-      const settings = yield* settingsOf("/api/v1/surveys/srv_main/webhook")
+      const api = yield* clientFor(TOKENS.editor)
+      const settings = yield* api.surveyWebhook.get(srvMain)
       expect(settings).toEqual({
         enabled: false,
         targetUrl: target.url,
@@ -88,19 +90,14 @@ describe("automatic disable", () => {
       expect(yield* target.received).toHaveLength(2)
 
       // Operations that need an enabled webhook say so.
-      const test = yield* call("POST", "/api/v1/surveys/srv_main/webhook/test", { token: TOKENS.editor })
-      expect(test.status).toBe(400)
+      expect(yield* outcomeOf(api.surveyWebhook.test(srvMain))).toBe("InvalidRequest")
 
       // PUT enables it again with a new secret.
       status = 200
-      const again = yield* call("PUT", "/api/v1/surveys/srv_main/webhook", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ targetUrl: target.url })
-      })
-      const registered = bodyOf(WebhookRegistered, again)
+      const registered = yield* api.surveyWebhook.put({ ...srvMain, payload: { targetUrl: target.url } })
       expect(registered).toMatchObject({ enabled: true, disabledReason: null })
       expect(registered.signingSecret).not.toBe(secret)
-      expect((yield* settingsOf("/api/v1/surveys/srv_main/webhook")).disabledReason).toBeNull()
+      expect((yield* api.surveyWebhook.get(srvMain)).disabledReason).toBeNull()
       const fourth = yield* complete("srv_main", "ws_a", "rsp_4")
       yield* advance("1 hour")
       const log = yield* eventually(loggedAttempts, (all) => all.length === 3)
@@ -112,7 +109,7 @@ describe("automatic disable", () => {
       let status = 500
       const target = yield* receiver(() => new Response("", { status }))
       yield* register(target.url)
-      const path = "/api/v1/webhooks"
+      const api = yield* clientFor(TOKENS.editor)
       const start = yield* TestClock.currentTimeMillis
 
       // A success at day 2 clears the record of the failures before it.
@@ -121,7 +118,7 @@ describe("automatic disable", () => {
       yield* runOutRetries
       yield* advance(Duration.millis(start + Duration.toMillis(Duration.days(2)) - (yield* TestClock.currentTimeMillis)))
       status = 200
-      expect((yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })).body).toEqual({ delivered: true })
+      expect(yield* api.workspaceWebhooks.test({})).toEqual({ delivered: true })
       status = 500
 
       // Failing from day 3: all eight attempts of an event (27.6 hours) fail, still enabled.
@@ -131,21 +128,21 @@ describe("automatic disable", () => {
       yield* advance("1 hour")
       yield* runOutRetries
       expect((yield* deliveries).map((d) => d.state)).toEqual(["given_up", "given_up"])
-      expect(yield* settingsOf(path)).toMatchObject({ enabled: true, disabledReason: null })
+      expect(yield* api.workspaceWebhooks.get({})).toMatchObject({ enabled: true, disabledReason: null })
       const failingSince = (yield* loggedAttempts)[succeeded]?.attemptedAt ?? 0
 
       // Just within five days of the first failure since the success: a failure keeps it enabled.
       const fiveDays = Duration.toMillis(Duration.days(5))
       yield* advance(Duration.millis(failingSince + fiveDays - (yield* TestClock.currentTimeMillis)))
-      expect((yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })).body).toEqual({ delivered: false })
-      expect(yield* settingsOf(path)).toMatchObject({ enabled: true, disabledReason: null })
+      expect(yield* api.workspaceWebhooks.test({})).toEqual({ delivered: false })
+      expect(yield* api.workspaceWebhooks.get({})).toMatchObject({ enabled: true, disabledReason: null })
 
       // Past five days: the next failed attempt disables it.
       yield* advance("1 millis")
       yield* complete("srv_main", "ws_a", "rsp_3")
       yield* advance("1 hour")
       yield* eventually(deliveries, (all) => all.length === 3 && all[2]?.state === "given_up")
-      expect(yield* settingsOf(path)).toEqual({
+      expect(yield* api.workspaceWebhooks.get({})).toEqual({
         enabled: false,
         targetUrl: target.url,
         events: ["response.completed", "survey.published", "survey.closed"],

@@ -2,10 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
 import { EventEnvelope } from "../src/Domain/Event.js"
-import { WebhookRegistered } from "../src/Webhooks/Api.js"
+import { clientAt } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { elsewhereRows } from "./support/Elsewhere.js"
-import { cli, polled, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { cli, polled, PROCESS_TEST_TIMEOUT, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 import { receiver } from "./support/WebhookReceiver.js"
 
 describe("the running service", () => {
@@ -18,14 +18,8 @@ describe("the running service", () => {
         return new Response(calls === 1 ? "not yet" : "ok", { status: calls === 1 ? 503 : 200 })
       })
       const first = yield* serveProcess(flags)
-      const registered = yield* Effect.map(
-        request(`${first.base}/api/v1/webhooks`, {
-          method: "PUT",
-          headers: { authorization: `Bearer ${TOKENS.editor}`, "content-type": "application/json" },
-          body: JSON.stringify({ targetUrl: target.url })
-        }),
-        (res) => Schema.decodeUnknownSync(Schema.parseJson(WebhookRegistered))(res.text)
-      )
+      const api = yield* clientAt(first.base, TOKENS.editor)
+      const registered = yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url } })
       // Another process writes the event into the same database.
       yield* cli(["surveys", "publish", "srv_draft", ...flags])
       const [refused] = yield* within("the first attempt at the receiver", target.receivedAtLeast(1))

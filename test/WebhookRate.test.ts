@@ -1,9 +1,11 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { WebhookSettings } from "../src/Webhooks/Api.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import type { WebhookTarget } from "../src/Webhooks/Api.js"
+import { clientAt, clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
-import { bodyOf, call, ErrorBody, get, TestDatabase, TestServer } from "./support/TestServer.js"
+import { PROCESS_TEST_TIMEOUT, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
+import { bodyOf, call, ErrorBody, TestDatabase, TestServer } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { complete, deliveries, loggedAttempts, WebhookWorld } from "./support/WebhookWorld.js"
 
@@ -36,15 +38,13 @@ const timedReceiver = Effect.gen(function*() {
   return { target, arrivals } as const
 })
 
-const putRate = (path: string, body: Record<string, unknown>) =>
-  call("PUT", `/api/v1${path}`, { token: TOKENS.editor, body: JSON.stringify(body) })
-
 describe("a webhook's delivery rate", () => {
   it.live("holds attempts to the rate, in due order, and waiting is not an attempt", () =>
     Effect.gen(function*() {
       const { arrivals, target } = yield* timedReceiver
-      const res = yield* putRate("/webhooks", { targetUrl: target.url, maxAttemptsPerSecond: perSecond })
-      expect(res.status).toBe(200)
+      // The typed call succeeds only on the declared 200.
+      const api = yield* clientFor(TOKENS.editor)
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url, maxAttemptsPerSecond: perSecond } })
       const ids: Array<string> = []
       for (let i = 0; i < events; i++) ids.push((yield* complete("srv_main", "ws_a", `rsp_${i}`)).id)
       const received = yield* target.receivedAtLeast(events)
@@ -66,8 +66,10 @@ describe("a webhook's delivery rate", () => {
   it.live("a test event takes its turn too", () =>
     Effect.gen(function*() {
       const { arrivals, target } = yield* timedReceiver
-      expect((yield* putRate("/webhooks", { targetUrl: target.url, maxAttemptsPerSecond: 1 })).status).toBe(200)
+      const api = yield* clientFor(TOKENS.editor)
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url, maxAttemptsPerSecond: 1 } })
       for (let i = 0; i < 3; i++) {
+        // Raw: the answer's exact bytes, which the decoded value would not show (a field more).
         const res = yield* call("POST", "/api/v1/webhooks/test", { token: TOKENS.editor })
         expect(res.text).toBe(`{"delivered":true}`)
       }
@@ -85,12 +87,8 @@ describe("a webhook's delivery rate", () => {
       const { flags } = yield* sharedDatabase(baseFixture)
       const first = yield* serveProcess(flags)
       yield* serveProcess(flags)
-      const res = yield* request(`${first.base}/api/v1/webhooks`, {
-        method: "PUT",
-        headers: { authorization: `Bearer ${TOKENS.editor}`, "content-type": "application/json" },
-        body: JSON.stringify({ targetUrl: target.url, maxAttemptsPerSecond: perSecond })
-      })
-      expect(res.status).toBe(200)
+      const api = yield* clientAt(first.base, TOKENS.editor)
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url, maxAttemptsPerSecond: perSecond } })
       // The events are written by a third party on the database, as a completion in either process would.
       const [flag, value] = flags
       const database = TestDatabase(
@@ -105,35 +103,57 @@ describe("a webhook's delivery rate", () => {
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })
 
-const settingsOf = (path: string) => Effect.map(get(`/api/v1${path}`, TOKENS.editor), (res) => bodyOf(WebhookSettings, res))
+/** The workspace webhook or srv_main's, through the typed client. */
+const webhookOf = (scope: "workspace" | "survey") =>
+  Effect.map(clientFor(TOKENS.editor), (api) => {
+    const srvMain = { path: { id: SurveyId.make("srv_main") } }
+    return scope === "workspace"
+      ? {
+        path: "/api/v1/webhooks",
+        settings: api.workspaceWebhooks.get({}),
+        put: (payload: typeof WebhookTarget.Type) => api.workspaceWebhooks.put({ payload })
+      }
+      : {
+        path: "/api/v1/surveys/srv_main/webhook",
+        settings: api.surveyWebhook.get(srvMain),
+        put: (payload: typeof WebhookTarget.Type) => api.surveyWebhook.put({ ...srvMain, payload })
+      }
+  })
 
 layer(TestServer(baseFixture, { webhookAllowPrivateTargets: true }))(
   "maxAttemptsPerSecond in webhook settings",
   (it) => {
     it.effect("is null unless given, shown as given, and null again when a PUT leaves it out", () =>
       Effect.gen(function*() {
-        for (const path of ["/webhooks", "/surveys/srv_main/webhook"]) {
-          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
+        for (const scope of ["workspace", "survey"] as const) {
+          const webhook = yield* webhookOf(scope)
+          const rateNow = Effect.map(webhook.settings, (settings) => settings.maxAttemptsPerSecond)
+          expect(yield* rateNow).toBeNull()
           const targetUrl = "http://127.0.0.1:9/rate"
-          expect((yield* putRate(path, { targetUrl })).status).toBe(200)
-          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
+          // The typed PUTs succeed only on the declared 200.
+          yield* webhook.put({ targetUrl })
+          expect(yield* rateNow).toBeNull()
           for (const rate of [1, 1000, 7]) {
-            expect((yield* putRate(path, { targetUrl, maxAttemptsPerSecond: rate })).status).toBe(200)
-            expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBe(rate)
+            yield* webhook.put({ targetUrl, maxAttemptsPerSecond: rate })
+            expect(yield* rateNow).toBe(rate)
           }
+          // Raw: values outside the contract, which the typed client refuses to send.
           for (const rate of [0, 1001, 1.5, "x", -3, true]) {
-            const res = yield* putRate(path, { targetUrl, maxAttemptsPerSecond: rate })
+            const res = yield* call("PUT", webhook.path, {
+              token: TOKENS.editor,
+              body: JSON.stringify({ targetUrl, maxAttemptsPerSecond: rate })
+            })
             expect(res.status, String(rate)).toBe(400)
             const error = bodyOf(ErrorBody, res)
             expect(error.code).toBe("invalid_request")
             expect(error.issues?.map((issue) => issue.path)).toContain("maxAttemptsPerSecond")
-            expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBe(7)
+            expect(yield* rateNow).toBe(7)
           }
-          expect((yield* putRate(path, { targetUrl, maxAttemptsPerSecond: null })).status).toBe(200)
-          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
-          expect((yield* putRate(path, { targetUrl, maxAttemptsPerSecond: 3 })).status).toBe(200)
-          expect((yield* putRate(path, { targetUrl })).status).toBe(200)
-          expect((yield* settingsOf(path)).maxAttemptsPerSecond).toBeNull()
+          yield* webhook.put({ targetUrl, maxAttemptsPerSecond: null })
+          expect(yield* rateNow).toBeNull()
+          yield* webhook.put({ targetUrl, maxAttemptsPerSecond: 3 })
+          yield* webhook.put({ targetUrl })
+          expect(yield* rateNow).toBeNull()
         }
       }))
   }

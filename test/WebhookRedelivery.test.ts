@@ -5,16 +5,18 @@ import { Webhook } from "standardwebhooks"
 import { toIso } from "../src/Domain/Time.js"
 import { EventEnvelope, type EventType } from "../src/Domain/Event.js"
 import { OutboxRepo } from "../src/Events/OutboxRepo.js"
-import { Recovery, Redelivery } from "../src/Webhooks/Api.js"
+import { InvalidRequest } from "../src/Domain/Errors.js"
+import type { RecoveryWindow } from "../src/Webhooks/Api.js"
 import { purgeOnce } from "../src/Webhooks/Purge.js"
 import { Redelivery as RedeliveryService } from "../src/Webhooks/Redelivery.js"
 import { WebhookRepo } from "../src/Webhooks/WebhookRepo.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, decodeAs, ErrorCode } from "./support/TestServer.js"
+import { bodyOf, call, decodeAs } from "./support/TestServer.js"
 import { eventually, receiver } from "./support/WebhookReceiver.js"
 import { deliveries, loggedAttempts, register, WebhookWorld } from "./support/WebhookWorld.js"
 import { advance } from "./support/Advance.js"
-import { WorkspaceId } from "../src/Domain/Ids.js"
+import { SurveyId, WorkspaceId } from "../src/Domain/Ids.js"
 
 /** The outbox is polled hourly here, so that the clock moves only when the test moves it. */
 const world = WebhookWorld({ pollInterval: Duration.hours(1) })
@@ -27,8 +29,31 @@ const emit = (type: EventType, surveyId: string, workspaceId = "ws_a") =>
       .pipe(Effect.orDie)
   })
 
-const post = (path: string, body?: unknown, token: string = TOKENS.editor) =>
-  call("POST", `/api/v1${path}`, body === undefined ? { token } : { token, body: JSON.stringify(body) })
+const survey = (id: string) => ({ path: { id: SurveyId.make(id) } })
+
+/** Redelivers an event to the workspace webhook, or to the webhook of `surveyId`, through the typed client. */
+const redeliver = (eventId: string, surveyId?: string, token: string = TOKENS.editor) =>
+  Effect.flatMap(clientFor(token), (api) =>
+    surveyId === undefined
+      ? api.workspaceWebhooks.redeliver({ path: { eventId } })
+      : api.surveyWebhook.redeliver({ path: { id: SurveyId.make(surveyId), eventId } }))
+
+/** Recovers a window for the workspace webhook, or for the webhook of `surveyId`, through the typed client. */
+const recover = (payload: typeof RecoveryWindow.Type, surveyId?: string, token: string = TOKENS.editor) =>
+  Effect.flatMap(clientFor(token), (api) =>
+    surveyId === undefined
+      ? api.workspaceWebhooks.recover({ payload })
+      : api.surveyWebhook.recover({ ...survey(surveyId), payload }))
+
+/** The paths of the issues a typed call was refused with; fails the test unless it was refused as invalid. */
+const refusedIssues = <A, E extends { readonly _tag: string }, R>(call: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(
+    Effect.flip(call),
+    (error) =>
+      error instanceof InvalidRequest
+        ? Effect.succeed((error.issues ?? []).map((issue) => issue.path))
+        : Effect.dieMessage(`refused as ${error._tag}, not as invalid`)
+  )
 
 const settled = eventually(deliveries, (all) => all.every((d) => d.leaseUntil === 0))
 
@@ -49,16 +74,15 @@ describe("redeliver one event", () => {
       yield* settled
 
       // A new secret and a filter that no longer names the event's type: redelivery still sends it.
-      const registered = yield* call("PUT", "/api/v1/surveys/srv_main/webhook", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ targetUrl: target.url, events: ["survey.closed"] })
+      const api = yield* clientFor(TOKENS.editor)
+      const { signingSecret: secret } = yield* api.surveyWebhook.put({
+        ...survey("srv_main"),
+        payload: { targetUrl: target.url, events: ["survey.closed"] }
       })
-      const secret = bodyOf(Schema.Struct({ signingSecret: Schema.String }), registered).signingSecret
       yield* advance("1 hour")
       status = 500
-      const res = yield* post(`/surveys/srv_main/webhook/events/${event.id}/redeliver`)
-      expect(res.status).toBe(202)
-      expect(bodyOf(Redelivery, res)).toEqual({ eventId: event.id, queued: true })
+      // The typed call succeeds only on the declared 202.
+      expect(yield* redeliver(event.id, "srv_main")).toEqual({ eventId: event.id, queued: true })
       yield* advance("1 hour")
       const [first, again] = yield* eventually(target.received, (all) => all.length === 2)
       if (first === undefined || again === undefined) return yield* Effect.dieMessage("the receiver holds fewer than two requests")
@@ -73,11 +97,10 @@ describe("redeliver one event", () => {
 
       // It failed and waits for its retry: asking again adds nothing.
       yield* settled
-      const pending = yield* post(`/surveys/srv_main/webhook/events/${event.id}/redeliver`)
-      expect(bodyOf(Redelivery, pending)).toEqual({ eventId: event.id, queued: false })
+      expect(yield* redeliver(event.id, "srv_main")).toEqual({ eventId: event.id, queued: false })
       expect((yield* deliveries).filter((d) => d.state === "pending")).toHaveLength(1)
       // The workspace path answers for the workspace webhook, which there is none of.
-      expect((yield* post(`/webhooks/events/${event.id}/redeliver`)).status).toBe(400)
+      expect(yield* outcomeOf(redeliver(event.id))).toBe("InvalidRequest")
     }).pipe(Effect.provide(world), Effect.scoped))
 
   it.effect("restarts the retry schedule from its first step once the delivery was given up", () =>
@@ -94,8 +117,7 @@ describe("redeliver one event", () => {
         }
       }
       expect((yield* deliveries)[0]?.state).toBe("given_up")
-      const res = yield* post(`/webhooks/events/${event.id}/redeliver`)
-      expect(bodyOf(Redelivery, res)).toEqual({ eventId: event.id, queued: true })
+      expect(yield* redeliver(event.id)).toEqual({ eventId: event.id, queued: true })
       const queuedAt = yield* TestClock.currentTimeMillis
       yield* advance("1 hour")
       const [delivery] = yield* eventually(deliveries, (all) => all[0]?.attempts === 1 && all[0].leaseUntil === 0)
@@ -116,39 +138,37 @@ describe("redeliver one event", () => {
       const mine = yield* emit("survey.published", "srv_main")
       const otherSurvey = yield* emit("survey.published", "srv_draft")
       const otherWorkspace = yield* emit("survey.published", "srv_other", "ws_b")
-      const code = (res: { status: number; body: unknown }) => [res.status, bodyOf(ErrorCode, res).code]
-
       // No webhook: 400, once the event is found.
-      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`))).toEqual([400, "invalid_request"])
-      expect(code(yield* post(`/surveys/srv_main/webhook/events/${mine.id}/redeliver`))).toEqual([400, "invalid_request"])
+      expect(yield* outcomeOf(redeliver(mine.id))).toBe("InvalidRequest")
+      expect(yield* outcomeOf(redeliver(mine.id, "srv_main"))).toBe("InvalidRequest")
       yield* register(target.url, "srv_main")
       yield* register(target.url)
-      for (const path of [`/webhooks/events/${otherWorkspace.id}/redeliver`, "/webhooks/events/evt_nope/redeliver"]) {
-        expect(code(yield* post(path)), path).toEqual([404, "not_found"])
+      for (const id of [otherWorkspace.id, "evt_nope"]) {
+        expect(yield* outcomeOf(redeliver(id)), id).toBe("NotFound")
       }
+      // The client puts the id into the path as it is: "%20" reaches the service as an escaped space.
       for (const id of [otherSurvey.id, otherWorkspace.id, "evt_nope", "%20"]) {
-        expect(code(yield* post(`/surveys/srv_main/webhook/events/${id}/redeliver`)), id).toEqual([404, "not_found"])
+        expect(yield* outcomeOf(redeliver(id, "srv_main")), id).toBe("NotFound")
       }
-      expect(code(yield* post(`/surveys/srv_other/webhook/events/${otherWorkspace.id}/redeliver`))).toEqual([404, "not_found"])
-      expect(code(yield* post(`/surveys/srv_nope/webhook/events/${mine.id}/redeliver`))).toEqual([404, "not_found"])
+      expect(yield* outcomeOf(redeliver(otherWorkspace.id, "srv_other"))).toBe("NotFound")
+      expect(yield* outcomeOf(redeliver(mine.id, "srv_nope"))).toBe("NotFound")
       // Roles and scope.
-      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`, undefined, TOKENS.viewer))).toEqual([403, "forbidden"])
-      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`, undefined, TOKENS.limited))).toEqual([403, "forbidden"])
-      expect(code(yield* post(`/surveys/srv_draft/webhook/events/${otherSurvey.id}/redeliver`, undefined, TOKENS.limited)))
-        .toEqual([403, "forbidden"])
-      expect((yield* post(`/surveys/srv_main/webhook/events/${mine.id}/redeliver`, undefined, TOKENS.limited)).status)
-        .toBe(202)
+      expect(yield* outcomeOf(redeliver(mine.id, undefined, TOKENS.viewer))).toBe("Forbidden")
+      expect(yield* outcomeOf(redeliver(mine.id, undefined, TOKENS.limited))).toBe("Forbidden")
+      expect(yield* outcomeOf(redeliver(otherSurvey.id, "srv_draft", TOKENS.limited))).toBe("Forbidden")
+      // The typed call succeeds only on the declared 202.
+      expect(yield* outcomeOf(redeliver(mine.id, "srv_main", TOKENS.limited))).toBe("ok")
       // Disabled (the receiver is gone): 400 and nothing queued.
       yield* advance("1 day")
       yield* eventually(loggedAttempts, (all) => all.length >= 1)
       yield* settled
       const before = yield* deliveries
-      expect(code(yield* post(`/surveys/srv_main/webhook/events/${mine.id}/redeliver`))).toEqual([400, "invalid_request"])
+      expect(yield* outcomeOf(redeliver(mine.id, "srv_main"))).toBe("InvalidRequest")
       expect(yield* deliveries).toEqual(before)
       // The workspace webhook still works; past 30 days the event is gone.
-      expect((yield* post(`/webhooks/events/${mine.id}/redeliver`)).status).toBe(202)
+      expect(yield* outcomeOf(redeliver(mine.id))).toBe("ok")
       yield* advance("30 days")
-      expect(code(yield* post(`/webhooks/events/${mine.id}/redeliver`))).toEqual([404, "not_found"])
+      expect(yield* outcomeOf(redeliver(mine.id))).toBe("NotFound")
     }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })), Effect.scoped))
 })
 
@@ -167,23 +187,15 @@ describe("redeliver during an attempt", () => {
       const first = yield* emit("survey.published", "srv_main")
       yield* eventually(target.received, (all) => all.length === 1)
       yield* emit("survey.closed", "srv_main")
-      yield* eventually(
-        Effect.map(call("GET", "/api/v1/webhooks", { token: TOKENS.editor }), (res) => res.text),
-        (text) => text.includes(`"disabledReason":"gone"`)
-      )
+      const api = yield* clientFor(TOKENS.editor)
+      yield* eventually(api.workspaceWebhooks.get({}).pipe(Effect.orDie), (settings) => settings.disabledReason === "gone")
       yield* register(target.url)
       // The first attempt is still in flight: nothing is added.
-      expect(bodyOf(Redelivery, yield* post(`/webhooks/events/${first.id}/redeliver`))).toEqual({
-        eventId: first.id,
-        queued: false
-      })
+      expect(yield* redeliver(first.id)).toEqual({ eventId: first.id, queued: false })
       yield* Deferred.succeed(release, undefined)
       yield* eventually(deliveries, (all) => all[0]?.leaseUntil === 0 && all[0].state === "delivered")
       expect(yield* target.received).toHaveLength(2)
-      expect(bodyOf(Redelivery, yield* post(`/webhooks/events/${first.id}/redeliver`))).toEqual({
-        eventId: first.id,
-        queued: true
-      })
+      expect(yield* redeliver(first.id)).toEqual({ eventId: first.id, queued: true })
       yield* eventually(target.received, (all) => all.length === 3)
     }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
 })
@@ -215,25 +227,21 @@ describe("recover a window", () => {
       const missed = yield* emit("survey.closed", "srv_main")
       yield* advance("1 hour")
 
-      const recover = (body: unknown) => post("/surveys/srv_main/webhook/recover", body)
-      expect((yield* recover({ since: toIso(start) })).status).toBe(400)
+      expect(yield* outcomeOf(recover({ since: toIso(start) }, "srv_main"))).toBe("InvalidRequest")
       status = 200
-      yield* call("PUT", "/api/v1/surveys/srv_main/webhook", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ targetUrl: target.url })
-      })
+      const api = yield* clientFor(TOKENS.editor)
+      yield* api.surveyWebhook.put({ ...survey("srv_main"), payload: { targetUrl: target.url } })
       const until = toIso((yield* TestClock.currentTimeMillis) + 1)
-      const res = yield* recover({ since: toIso(start), until })
-      expect(res.status).toBe(202)
-      expect(bodyOf(Recovery, res)).toEqual({ queued: 3 })
+      // The typed call succeeds only on the declared 202.
+      expect(yield* recover({ since: toIso(start), until }, "srv_main")).toEqual({ queued: 3 })
       // Right after, they are pending (or delivered): nothing more.
-      expect(bodyOf(Recovery, yield* recover({ since: toIso(start) }))).toEqual({ queued: 0 })
+      expect(yield* recover({ since: toIso(start) }, "srv_main")).toEqual({ queued: 0 })
       yield* advance("1 hour")
       const received = yield* eventually(target.received, (all) => all.length === 5)
       const ids = received.slice(2).map((r) => r.headers["webhook-id"]).sort()
       expect(ids).toEqual([before.id, gone.id, missed.id].sort())
       yield* settled
-      expect(bodyOf(Recovery, yield* recover({ since: toIso(start) }))).toEqual({ queued: 0 })
+      expect(yield* recover({ since: toIso(start) }, "srv_main")).toEqual({ queued: 0 })
       expect(received.map((r) => r.headers["webhook-id"])).not.toContain(undefined)
       expect(received.filter((r) => r.headers["webhook-id"] === delivered.id)).toHaveLength(1)
     }).pipe(Effect.provide(world), Effect.scoped))
@@ -246,7 +254,7 @@ describe("recover a window", () => {
       yield* advance("40 days")
       const now = yield* TestClock.currentTimeMillis
       const day = Duration.toMillis(Duration.days(1))
-      const cases: ReadonlyArray<readonly [unknown, string]> = [
+      const cases: ReadonlyArray<readonly [typeof RecoveryWindow.Type, string]> = [
         [{ since: toIso(now - 31 * day) }, "since"],
         [{ since: toIso(now - day), until: toIso(now - 2 * day) }, "since"],
         [{ since: toIso(now - day), until: toIso(now - day) }, "since"],
@@ -254,30 +262,35 @@ describe("recover a window", () => {
         [{ since: "2026-02-30T00:00:00Z" }, "since"],
         [{ since: "yesterday" }, "since"],
         [{ since: "2026-01-01T00:00:00" }, "since"],
-        [{ since: toIso(now - day), until: "tomorrow" }, "until"],
-        [{ until: toIso(now) }, "since"],
-        [{ since: 5 }, "since"]
+        [{ since: toIso(now - day), until: "tomorrow" }, "until"]
       ]
-      for (const [body, path] of cases) {
+      for (const [payload, path] of cases) {
+        for (const surveyId of [undefined, "srv_main"]) {
+          expect(yield* refusedIssues(recover(payload, surveyId)), `${surveyId} ${JSON.stringify(payload)}`).toContain(path)
+        }
+      }
+      // Raw: bodies the typed client cannot send (no since, a number for it, not JSON).
+      const post = (path: string, body: string) => call("POST", `/api/v1${path}`, { token: TOKENS.editor, body })
+      for (const body of [{ until: toIso(now) }, { since: 5 }]) {
         for (const scope of ["/webhooks/recover", "/surveys/srv_main/webhook/recover"]) {
-          const res = yield* post(scope, body)
+          const res = yield* post(scope, JSON.stringify(body))
           expect(res.status, `${scope} ${JSON.stringify(body)}`).toBe(400)
           const error = bodyOf(IssueBody, res)
           expect(error.code).toBe("invalid_request")
-          expect(error.issues.map((i) => i.path), JSON.stringify(body)).toContain(path)
+          expect(error.issues.map((i) => i.path), JSON.stringify(body)).toContain("since")
         }
       }
-      expect((yield* post("/webhooks/recover", "not json")).status).toBe(400)
-      expect((yield* post("/webhooks/recover", { since: toIso(now - day) }, TOKENS.viewer)).status).toBe(403)
-      expect((yield* post("/webhooks/recover", { since: toIso(now - day) }, TOKENS.limited)).status).toBe(403)
-      expect((yield* post("/surveys/srv_draft/webhook/recover", { since: toIso(now - day) }, TOKENS.limited)).status)
-        .toBe(403)
-      expect((yield* post("/surveys/srv_other/webhook/recover", { since: toIso(now - day) })).status).toBe(404)
+      expect((yield* post("/webhooks/recover", JSON.stringify("not json"))).status).toBe(400)
+      const since = { since: toIso(now - day) }
+      expect(yield* outcomeOf(recover(since, undefined, TOKENS.viewer))).toBe("Forbidden")
+      expect(yield* outcomeOf(recover(since, undefined, TOKENS.limited))).toBe("Forbidden")
+      expect(yield* outcomeOf(recover(since, "srv_draft", TOKENS.limited))).toBe("Forbidden")
+      expect(yield* outcomeOf(recover(since, "srv_other"))).toBe("NotFound")
       // No survey webhook: 400.
-      expect((yield* post("/surveys/srv_main/webhook/recover", { since: toIso(now - day) })).status).toBe(400)
+      expect(yield* outcomeOf(recover(since, "srv_main"))).toBe("InvalidRequest")
       expect(yield* deliveries).toEqual([])
       // The one event is 40 days old: outside any window that may be asked for.
-      expect(bodyOf(Recovery, yield* post("/webhooks/recover", { since: toIso(now - 30 * day) }))).toEqual({ queued: 0 })
+      expect(yield* recover({ since: toIso(now - 30 * day) })).toEqual({ queued: 0 })
     }).pipe(Effect.provide(WebhookWorld({ pollInterval: Duration.days(1), purgeInterval: Duration.days(1) })), Effect.scoped))
 })
 
@@ -298,14 +311,15 @@ describe("event retention", () => {
         Effect.map((rows) => decodeAs(Schema.Array(Schema.Struct({ id: Schema.String })), rows))
       )
       expect((yield* ids).map((e) => e.id)).toEqual([old.id, older.id])
-      expect((yield* post(`/webhooks/events/${old.id}/redeliver`)).status).toBe(202)
+      // The typed call succeeds only on the declared 202.
+      yield* redeliver(old.id)
       yield* advance("1 day")
       yield* eventually(deliveries, (all) => all.every((d) => d.state === "delivered"))
       // Past 30 days the periodic purge removes it with its finished delivery.
       yield* advance("2 days")
       yield* eventually(ids, (rows) => rows.length === 0)
       expect(yield* deliveries).toEqual([])
-      expect((yield* post(`/webhooks/events/${old.id}/redeliver`)).status).toBe(404)
+      expect(yield* outcomeOf(redeliver(old.id))).toBe("NotFound")
       // An event not yet fanned out stays, whatever its age.
       const redelivery = yield* RedeliveryService
       const webhooks = yield* WebhookRepo
@@ -331,8 +345,7 @@ describe("a recovery storm", () => {
       for (let i = 0; i < 40; i++) yield* emit("response.completed", "srv_draft")
       const since = toIso((yield* TestClock.currentTimeMillis) - 60_000)
       yield* register(stuck.url)
-      const storm = yield* post("/webhooks/recover", { since })
-      expect(bodyOf(Recovery, storm)).toEqual({ queued: 40 })
+      expect(yield* recover({ since })).toEqual({ queued: 40 })
       // The stuck webhook holds its share of slots and no more.
       yield* eventually(stuck.received, (all) => all.length === 2)
       yield* register(other.url, "srv_main")

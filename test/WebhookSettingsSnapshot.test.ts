@@ -1,9 +1,10 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Ref } from "effect"
-import { WebhookSettings } from "../src/Webhooks/Api.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, get, TestServer } from "./support/TestServer.js"
+import { TestServer } from "./support/TestServer.js"
 
 // A public-looking name that the test resolver maps to a public address; nothing is sent to it.
 const publicResolver = Layer.succeed(Resolver, {
@@ -26,14 +27,13 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
   (it) => {
     it.effect("are one PUT's settings: its URL with its event types and rate, never another's", () =>
       Effect.gen(function*() {
+        const api = yield* clientFor(TOKENS.editor)
+        const srvMain = { path: { id: SurveyId.make("srv_main") } }
         const done = yield* Ref.make(false)
+        // The typed calls succeed only on the declared 200.
         const writer = Effect.gen(function*() {
           for (let i = 0; i < puts; i++) {
-            const res = yield* call("PUT", "/api/v1/surveys/srv_main/webhook", {
-              token: TOKENS.editor,
-              body: JSON.stringify(settings[i % 2])
-            })
-            expect(res.status).toBe(200)
+            yield* api.surveyWebhook.put({ ...srvMain, payload: i % 2 === 0 ? settings[0] : settings[1] })
           }
         }).pipe(Effect.ensuring(Ref.set(done, true)))
         const reads: Array<{
@@ -44,9 +44,7 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
         const reader = Effect.gen(function*() {
           // Bounded by the writer's end and by count.
           while (!(yield* Ref.get(done)) && reads.length < 20 * puts) {
-            const res = yield* get("/api/v1/surveys/srv_main/webhook", TOKENS.editor)
-            expect(res.status).toBe(200)
-            const read = bodyOf(WebhookSettings, res)
+            const read = yield* api.surveyWebhook.get(srvMain)
             reads.push({ targetUrl: read.targetUrl, events: read.events, maxAttemptsPerSecond: read.maxAttemptsPerSecond })
           }
         })

@@ -1,14 +1,14 @@
-import { HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import { idleTimeoutFor } from "../src/Http/IdleTimeout.js"
 import { Webhook } from "standardwebhooks"
-import { DeliveryLog, WebhookRegistered } from "../src/Webhooks/Api.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 import { DeliverySettings } from "../src/Webhooks/DeliverySettings.js"
 import { send } from "../src/Webhooks/Sender.js"
 import { Resolver } from "../src/Webhooks/UrlPolicy.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bunTestServer, decodeAs, TestServer } from "./support/TestServer.js"
+import { bunTestServer, TestServer } from "./support/TestServer.js"
 import { type Received, receiver } from "./support/WebhookReceiver.js"
 
 // Real sockets and real time: Bun's idle timeout is not driven by the test clock. The attempt
@@ -24,37 +24,22 @@ const service = (idleTimeout: number) =>
     Layer.provide(Layer.succeed(DeliverySettings, { ...DeliverySettings.defaultValue(), attemptTimeout }))
   )
 
-/** A raw request on a connection of its own; a dropped connection is a Left. */
-const request = (port: number, method: string, path: string, body?: unknown) =>
-  Effect.tryPromise(async () => {
-    const response = await fetch(`http://127.0.0.1:${port}/api/v1${path}`, {
-      method,
-      keepalive: false,
-      headers: { authorization: `Bearer ${TOKENS.editor}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    return { status: response.status, body: JSON.parse(await response.text()) as unknown }
-  }).pipe(Effect.either)
-
-const portOf = Effect.map(HttpServer.HttpServer, (server) =>
-  server.address._tag === "TcpAddress" ? server.address.port : 0)
+const srvMain = { path: { id: SurveyId.make("srv_main") } }
 
 describe("test events to a receiver slower than the attempt timeout", () => {
   it.live("answer delivered false at the attempt timeout; the connection outlives the server's idle timeout", () =>
     Effect.gen(function*() {
       // The receiver never answers.
       const slow = yield* receiver(() => new Promise<Response>(() => {}))
-      const derived = yield* Layer.build(service(idleTimeoutFor(attemptTimeout, floor)))
-      const bare = yield* Layer.build(service(floor))
-      const derivedPort = yield* Effect.provide(portOf, derived)
-      const barePort = yield* Effect.provide(portOf, bare)
-      const secretOf = (answer: Either.Either<{ readonly body: unknown }, unknown>) =>
-        decodeAs(WebhookRegistered, Either.getOrThrow(answer).body).signingSecret
-      const derivedWorkspace = secretOf(yield* request(derivedPort, "PUT", "/webhooks", { targetUrl: slow.url }))
-      const bareWorkspace = secretOf(yield* request(barePort, "PUT", "/webhooks", { targetUrl: slow.url }))
-      const derivedSurvey = secretOf(
-        yield* request(derivedPort, "PUT", "/surveys/srv_main/webhook", { targetUrl: slow.url })
-      )
+      // Each server's own test client: a connection of its own for every request (bunTestServer).
+      const clientOf = (idleTimeout: number) =>
+        Effect.flatMap(Layer.build(service(idleTimeout)), (server) => Effect.provide(clientFor(TOKENS.editor), server))
+      const derived = yield* clientOf(idleTimeoutFor(attemptTimeout, floor))
+      const bare = yield* clientOf(floor)
+      const payload = { targetUrl: slow.url }
+      const derivedWorkspace = (yield* derived.workspaceWebhooks.put({ payload })).signingSecret
+      const bareWorkspace = (yield* bare.workspaceWebhooks.put({ payload })).signingSecret
+      const derivedSurvey = (yield* derived.surveyWebhook.put({ ...srvMain, payload })).signingSecret
       // Which webhook a request was meant for: the secret its signature verifies with.
       const signedWith = (secret: string) => (all: ReadonlyArray<Received>) =>
         all.filter((r) => {
@@ -66,16 +51,17 @@ describe("test events to a receiver slower than the attempt timeout", () => {
           }
         }).length
 
+      // The typed calls succeed only on the declared 200.
       const [workspace, survey, bareAnswer] = yield* Effect.all([
-        request(derivedPort, "POST", "/webhooks/test"),
-        request(derivedPort, "POST", "/surveys/srv_main/webhook/test"),
+        derived.workspaceWebhooks.test({}),
+        derived.surveyWebhook.test(srvMain),
         // The same service on a server whose idle timeout ignores the wait: dropped, no answer.
-        request(barePort, "POST", "/webhooks/test")
+        Effect.either(bare.workspaceWebhooks.test({}))
       ], { concurrency: "unbounded" })
 
-      expect(Either.getOrThrow(workspace)).toEqual({ status: 200, body: { delivered: false } })
-      expect(Either.getOrThrow(survey)).toEqual({ status: 200, body: { delivered: false } })
-      expect(Either.isLeft(bareAnswer)).toBe(true)
+      expect(workspace).toEqual({ delivered: false })
+      expect(survey).toEqual({ delivered: false })
+      expect(Either.isLeft(bareAnswer) && bareAnswer.left._tag).toBe("RequestError")
       // Both test events of the derived server reached the receiver, once each.
       const received = yield* slow.receivedWhere((all) =>
         signedWith(derivedWorkspace)(all) >= 1 && signedWith(derivedSurvey)(all) >= 1
@@ -89,9 +75,12 @@ describe("test events to a receiver slower than the attempt timeout", () => {
       expect(signedWith(derivedWorkspace)(all) + signedWith(derivedSurvey)(all) + signedWith(bareWorkspace)(all))
         .toBe(all.length)
 
-      for (const path of ["/webhooks/deliveries", "/surveys/srv_main/webhook/deliveries"]) {
-        const log = Either.getOrThrow(yield* request(derivedPort, "GET", path))
-        const attempts = decodeAs(DeliveryLog, log.body).data
+      const logs = [
+        derived.workspaceWebhooks.deliveries({ urlParams: {} }),
+        derived.surveyWebhook.deliveries({ ...srvMain, urlParams: {} })
+      ]
+      for (const log of logs) {
+        const attempts = (yield* log).data
         expect(attempts).toHaveLength(1)
         expect(attempts[0]).toMatchObject({ eventType: "webhook.test", ok: false, responseStatus: null, error: "timed out after 5s" })
       }

@@ -1,8 +1,10 @@
 import { expect, layer } from "@effect/vitest"
 import { Chunk, Clock, Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
+import { InvalidRequest } from "../src/Domain/Errors.js"
 import { DNS_LOOKUP_TIMEOUT, Resolver, TARGET_REFUSED } from "../src/Webhooks/UrlPolicy.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, ErrorBody, get, TestServer } from "./support/TestServer.js"
+import { TestServer } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 /** Told when the resolver is asked for the name that never answers. */
@@ -24,8 +26,18 @@ const insideResolver = Layer.succeed(Resolver, {
       : Effect.fail(`could not resolve ${host}`)
 })
 
-const put = (targetUrl: string) =>
-  call("PUT", "/api/v1/webhooks", { token: TOKENS.editor, body: JSON.stringify({ targetUrl }) })
+const api = clientFor(TOKENS.editor)
+
+const put = (targetUrl: string) => Effect.flatMap(api, (client) => client.workspaceWebhooks.put({ payload: { targetUrl } }))
+
+const settings = Effect.flatMap(api, (client) => client.workspaceWebhooks.get({}))
+
+/** The refusal of a PUT: fails the test unless it was refused as invalid. */
+const refusal = (targetUrl: string) =>
+  Effect.flatMap(Effect.flip(put(targetUrl)), (error) =>
+    error instanceof InvalidRequest
+      ? Effect.succeed({ message: error.message, issues: error.issues })
+      : Effect.dieMessage(`${targetUrl} refused as ${error._tag}, not as invalid`))
 
 const NONE = {
   enabled: false, targetUrl: null, events: [], disabledReason: null, previousSecretExpiresAt: null, maxAttemptsPerSecond: null
@@ -45,32 +57,28 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: false }).pipe(Layer.
           "https://localhost/hook"
         ]
         for (const targetUrl of refused) {
-          const res = yield* put(targetUrl)
-          expect([targetUrl, res.status]).toEqual([targetUrl, 400])
-          expect(bodyOf(ErrorBody, res)).toEqual({
-            code: "invalid_request",
+          expect([targetUrl, yield* refusal(targetUrl)]).toEqual([targetUrl, {
             message: `Invalid \`targetUrl\`: ${TARGET_REFUSED}.`,
             issues: [{ path: "targetUrl", message: TARGET_REFUSED }]
-          })
+          }])
         }
-        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual(NONE)
-        expect((yield* put("https://public.example.com/hook")).status).toBe(200)
-        expect((yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.editor })).status).toBe(204)
+        expect(yield* settings).toEqual(NONE)
+        // The typed calls succeed only on the declared 200 and 204.
+        yield* put("https://public.example.com/hook")
+        yield* Effect.flatMap(api, (client) => client.workspaceWebhooks.delete({}))
       }))
 
     it.effect("a name that does not resolve in time is refused the same way once the lookup timeout passes", () =>
       Effect.gen(function*() {
         const start = yield* Clock.currentTimeMillis
-        const pending = yield* Effect.fork(put("https://slow.example.com/hook"))
+        const pending = yield* Effect.fork(refusal("https://slow.example.com/hook"))
         yield* Deferred.await(asked)
         // The lookup's timer is set: moving the clock past it is what ends the wait.
         const deadline = start + Duration.toMillis(DNS_LOOKUP_TIMEOUT)
         yield* eventually(TestClock.sleeps(), (sleeps) => Chunk.some(sleeps, (at) => at === deadline))
         yield* TestClock.adjust(DNS_LOOKUP_TIMEOUT)
-        const res = yield* Fiber.join(pending)
-        expect(res.status).toBe(400)
-        expect(bodyOf(ErrorBody, res).issues).toEqual([{ path: "targetUrl", message: TARGET_REFUSED }])
-        expect((yield* get("/api/v1/webhooks", TOKENS.editor)).body).toEqual(NONE)
+        expect((yield* Fiber.join(pending)).issues).toEqual([{ path: "targetUrl", message: TARGET_REFUSED }])
+        expect(yield* settings).toEqual(NONE)
       }))
   }
 )
