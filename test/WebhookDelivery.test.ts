@@ -11,8 +11,6 @@ import { claimedIn, complete, deliveries, loggedAttempts, register, WebhookWorld
 import { advance } from "./support/Advance.js"
 import { SurveyId } from "../src/Domain/Ids.js"
 
-/** Lets real I/O (the receiver, the attempt) make progress while the test clock stands still. */
-
 describe("webhook delivery", () => {
   it.live("fans one event out to the survey and the workspace webhook, each signed with its own secret", () =>
     Effect.gen(function*() {
