@@ -1,25 +1,31 @@
-import { SqlClient, type SqlError, SqlSchema, type Statement } from "@effect/sql"
-import { Effect, Option, ParseResult, Schema } from "effect"
+import { SqlClient, type Statement } from "@effect/sql"
+import { Effect, Option } from "effect"
 import { Instance } from "../Background/JobLeases.js"
-import { WebhookId } from "../Domain/Ids.js"
-import { type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
+import { type WebhookId, webhookId as asWebhookId } from "../Domain/Ids.js"
+import type { PreviousSecret } from "../Domain/Webhook.js"
 import { SqlDialect, upToSeq } from "../Sql/Dialect.js"
+import type { ValueRows } from "../Sql/Reader.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 import type { NewAttempt } from "./WebhookRepo.js"
+import { decodePreviousSecrets } from "./WebhookRows.js"
 
 /** A claimed delivery as read: the webhook's columns are null once it was removed. */
-const ClaimedRow = Schema.Struct({
-  id: Schema.Number,
-  eventId: Schema.String,
-  eventType: Schema.String,
-  workspaceId: Schema.String,
-  surveyId: Schema.NullOr(Schema.String),
-  payload: Schema.String,
-  attempts: Schema.Number,
-  webhookId: WebhookId,
-  webhookSurveyId: Schema.NullOr(Schema.String),
-  targetUrl: Schema.NullOr(Schema.String),
-  secret: Schema.NullOr(Schema.String),
-  previousSecrets: Schema.NullOr(Schema.parseJson(PreviousSecrets))
+const ClaimedColumns = rowShape({
+  id: column.num("d.id"),
+  eventId: column.text("d.event_id"),
+  eventType: column.text("e.type AS event_type"),
+  workspaceId: column.text("e.workspace_id"),
+  surveyId: column.nullableText("e.survey_id"),
+  payload: column.text("e.payload"),
+  attempts: column.num("d.attempts"),
+  webhookId: column.map(column.text("d.webhook_id"), asWebhookId),
+  webhookSurveyId: column.nullableText("w.survey_id AS webhook_survey_id"),
+  targetUrl: column.nullableText("w.target_url"),
+  secret: column.nullableText("w.secret"),
+  previousSecrets: column.map(
+    column.nullableText("w.previous_secrets"),
+    (stored) => stored === null ? null : decodePreviousSecrets(stored)
+  )
 })
 
 /** Where a claimed delivery goes: its webhook's endpoint and the log its attempts are listed in. */
@@ -47,7 +53,7 @@ export interface ClaimedDelivery {
 }
 
 const toClaimed = (
-  { previousSecrets, secret, targetUrl, webhookSurveyId, ...delivery }: typeof ClaimedRow.Type
+  { previousSecrets, secret, targetUrl, webhookSurveyId, ...delivery }: RowOf<typeof ClaimedColumns.fields>
 ): ClaimedDelivery => ({
   ...delivery,
   target: targetUrl === null || secret === null
@@ -60,7 +66,7 @@ const toClaimed = (
     })
 })
 
-const SettledRows = Schema.Array(Schema.Struct({ state: Schema.String }))
+const SettledColumns = rowShape({ state: column.text("state") })
 
 /** The outcome of one attempt, ready to be written. */
 export interface Settled {
@@ -70,24 +76,45 @@ export interface Settled {
   readonly next: { readonly state: "pending" | "delivered" | "given_up"; readonly nextAttemptAt: number }
 }
 
-const Outlook = Schema.Struct({
-  eventsWaiting: Schema.Number,
-  due: Schema.NullOr(Schema.Number),
-  upcoming: Schema.NullOr(Schema.Number),
-  leased: Schema.NullOr(Schema.Number)
+// The outlook's and the cursor's columns take parameters: their statements write the `SELECT`
+// list out, in the order declared here.
+const OutlookColumns = rowShape({
+  eventsWaiting: column.num("events_waiting"),
+  due: column.nullableNum("due"),
+  upcoming: column.nullableNum("upcoming"),
+  leased: column.nullableNum("leased")
 })
 /** The fan-out cursor and the highest event number of its next batch, none when no event is new. */
-const Cursor = Schema.Struct({ lastSeq: Schema.Number, maxSeq: Schema.NullOr(Schema.Number) })
-const DueRow = Schema.Struct({ id: Schema.Number, webhookId: WebhookId, perSecond: Schema.NullOr(Schema.Number) })
-const SlotRow = Schema.Struct({ id: WebhookId, nextSlotAt: Schema.Number })
-const IdRow = Schema.Struct({ id: Schema.Number })
-const Depth = Schema.Struct({ depth: Schema.Number, oldestDueAt: Schema.NullOr(Schema.Number) })
+const CursorColumns = rowShape({ lastSeq: column.num("c.last_seq"), maxSeq: column.nullableNum("max_seq") })
+const DueColumns = rowShape({
+  id: column.num("d.id"),
+  webhookId: column.map(column.text("d.webhook_id"), asWebhookId),
+  perSecond: column.nullableNum("w.max_attempts_per_second AS per_second")
+})
+const SlotColumns = rowShape({
+  id: column.map(column.text("w.id"), asWebhookId),
+  nextSlotAt: column.num("w.next_slot_at")
+})
+const LeasedColumns = rowShape({ id: column.num("id") })
+const DepthColumns = rowShape({
+  // The events past the cursor as a range closed by the newest: an open range ("seq > cursor")
+  // is priced as a third of the table by a planner without statistics, and read whole.
+  depth: column.num(`(SELECT count(*) FROM events
+                    WHERE seq > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
+                      AND seq <= (SELECT MAX(seq) FROM events))
+                 + (SELECT count(*) FROM deliveries WHERE state = 'pending') AS depth`),
+  oldestDueAt: column.nullableNum("(SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending') AS oldest_due_at")
+})
+
+/** The row of a statement that answers exactly one; none fails, a defect once the caller dies on it. */
+const single = (rows: ValueRows) => Option.fromNullable(rows[0])
 
 /**
  * The statements of the outbox's fan-out and of deliveries: claiming, settling, releasing and
  * renewing their leases. The fan-out, the claim and the settling run inside the caller's
  * transaction (src/Webhooks/Deliveries.ts), a failure of the database left to it; the other
- * statements run on their own, a failure of the database a defect.
+ * statements run on their own, a failure of the database a defect. A row of the wrong shape is a
+ * defect everywhere.
  */
 export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/DeliveryRepo", {
   effect: Effect.gen(function*() {
@@ -96,16 +123,12 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     // Leases carry this process's name: it renews and releases only its own.
     const owner = (yield* Instance).id
 
-    const readCursor = SqlSchema.findAll({
-      Request: Schema.Struct({ batch: Schema.Number, upTo: Schema.UndefinedOr(Schema.Number) }),
-      Result: Cursor,
-      execute: ({ batch, upTo }) =>
-        sql`SELECT c.last_seq,
-                   (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq${upToSeq(sql, upTo)}
-                     ORDER BY seq LIMIT ${batch}) AS upcoming)
-                     AS max_seq
-            FROM outbox_cursors c WHERE c.name = 'webhooks'${dialect.lockRows("c")}`
-    })
+    const readCursor = (batch: number, upTo: number | undefined) =>
+      sql`SELECT c.last_seq,
+                 (SELECT MAX(seq) FROM (SELECT seq FROM events WHERE seq > c.last_seq${upToSeq(sql, upTo)}
+                   ORDER BY seq LIMIT ${batch}) AS upcoming)
+                   AS max_seq
+          FROM outbox_cursors c WHERE c.name = 'webhooks'${dialect.lockRows("c")}`.values
 
     /**
      * How far the outbox is settled: on PostgreSQL events of transactions still open may hold
@@ -121,12 +144,11 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      * start).
      */
     const cursor = (batch: number, upTo: number | undefined) =>
-      readCursor({ batch, upTo }).pipe(
+      readCursor(batch, upTo).pipe(
         Effect.map((rows) => {
-          const row = rows[0]
+          const row = rows[0] === undefined ? undefined : CursorColumns.read(rows[0])
           return row === undefined || row.maxSeq === null ? Option.none() : Option.some({ from: row.lastSeq, to: row.maxSeq })
-        }),
-        Effect.catchTag("ParseError", Effect.die)
+        })
       )
 
     /**
@@ -149,18 +171,13 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
 
     const moveCursor = (to: number) => sql`UPDATE outbox_cursors SET last_seq = ${to} WHERE name = 'webhooks'`.pipe(Effect.asVoid)
 
-    const claimedById = SqlSchema.findAll({
-      Request: Schema.Array(Schema.Number),
-      Result: ClaimedRow,
-      execute: (ids) =>
-        sql`SELECT d.id, d.event_id, e.type AS event_type, e.workspace_id, e.survey_id, e.payload, d.attempts,
-                   d.webhook_id, w.survey_id AS webhook_survey_id, w.target_url, w.secret, w.previous_secrets
-            FROM deliveries d
-            JOIN events e ON e.seq = d.event_seq
-            LEFT JOIN webhooks w ON w.id = d.webhook_id
-            WHERE d.id IN ${sql.in(ids)}
-            ORDER BY d.next_attempt_at, d.id`
-    })
+    const claimedById = (ids: ReadonlyArray<number>) =>
+      sql`SELECT ${sql.literal(ClaimedColumns.columns)}
+          FROM deliveries d
+          JOIN events e ON e.seq = d.event_seq
+          LEFT JOIN webhooks w ON w.id = d.webhook_id
+          WHERE d.id IN ${sql.in(ids)}
+          ORDER BY d.next_attempt_at, d.id`.values
 
     // Each enabled webhook's first due deliveries, read from the index by webhook: a round costs
     // what is due, never the whole table with its 30 days of history. PostgreSQL runs the
@@ -169,57 +186,33 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
     // runs the subquery once per webhook.
     const dueJoin = dialect.choose({
       pg: () => (due: Statement.Fragment) =>
-        sql`SELECT d.id, d.webhook_id, w.max_attempts_per_second AS per_second FROM webhooks w
+        sql`SELECT ${sql.literal(DueColumns.columns)} FROM webhooks w
             CROSS JOIN LATERAL (SELECT id, webhook_id, next_attempt_at ${due}) d
             WHERE w.disabled_reason IS NULL
             ORDER BY d.next_attempt_at, d.id`,
       sqlite: () => (due: Statement.Fragment) =>
-        sql`SELECT d.id, d.webhook_id, w.max_attempts_per_second AS per_second FROM webhooks w
+        sql`SELECT ${sql.literal(DueColumns.columns)} FROM webhooks w
             JOIN deliveries d ON d.id IN (SELECT id ${due})
             WHERE w.disabled_reason IS NULL
             ORDER BY d.next_attempt_at, d.id`
     })
-    const dueRows = SqlSchema.findAll({
-      Request: Schema.Struct({ now: Schema.Number, perWebhook: Schema.Number }),
-      Result: DueRow,
-      execute: ({ now, perWebhook }) =>
-        dueJoin(sql`FROM deliveries
-          WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-          ORDER BY next_attempt_at, id LIMIT ${perWebhook}`)
-    })
-
-    // The rated webhooks' rows stay locked until the claim commits: of several processes claiming
-    // at once, each takes its slots after the other's.
-    const slotsOf = SqlSchema.findAll({
-      Request: Schema.Array(WebhookId),
-      Result: SlotRow,
-      execute: (ids) =>
-        sql`SELECT w.id, w.next_slot_at FROM webhooks w WHERE w.id IN ${sql.in(ids)} ORDER BY w.id${dialect.lockRows("w")}`
-    })
-
-    const leaseRows = SqlSchema.findAll({
-      Request: Schema.Struct({ ids: Schema.Array(Schema.Number), now: Schema.Number, until: Schema.Number }),
-      Result: IdRow,
-      execute: ({ ids, now, until }) =>
-        sql`UPDATE deliveries SET lease_until = ${until}, lease_owner = ${owner}
-            WHERE id IN ${sql.in(ids)} AND state = 'pending' AND lease_until <= ${now}
-            RETURNING id`
-    })
-
-    /** A row that does not decode is a defect; a failure of the database is the caller's. */
-    const dieOnParse = <A, R>(
-      effect: Effect.Effect<A, SqlError.SqlError | ParseResult.ParseError, R>
-    ): Effect.Effect<A, SqlError.SqlError, R> => Effect.catchTag(effect, "ParseError", (error) => Effect.die(error))
 
     /** Each enabled webhook's first `perWebhook` deliveries due at `now` and not leased, oldest first. */
-    const due = (now: number, perWebhook: number) => dieOnParse(dueRows({ now, perWebhook }))
+    const due = (now: number, perWebhook: number) =>
+      dueJoin(sql`FROM deliveries
+          WHERE webhook_id = w.id AND state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
+          ORDER BY next_attempt_at, id LIMIT ${perWebhook}`).values.pipe(Effect.map((rows) => rows.map(DueColumns.read)))
 
     /**
      * The next free slots of rated webhooks (src/Webhooks/Rate.ts); their rows stay locked until
      * the caller's transaction ends: of several processes claiming at once, each takes its slots
      * after the other's.
      */
-    const slots = (ids: ReadonlyArray<WebhookId>) => dieOnParse(slotsOf(ids))
+    const slots = (ids: ReadonlyArray<WebhookId>) =>
+      sql`SELECT ${sql.literal(SlotColumns.columns)} FROM webhooks w
+          WHERE w.id IN ${sql.in(ids)} ORDER BY w.id${dialect.lockRows("w")}`.values.pipe(
+        Effect.map((rows) => rows.map(SlotColumns.read))
+      )
 
     /**
      * Leases those of the deliveries not leased meanwhile to this process until `until`; answers
@@ -227,10 +220,13 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      * to one (the others' updates find its lease taken and skip it).
      */
     const lease = (ids: ReadonlyArray<number>, now: number, until: number) =>
-      dieOnParse(leaseRows({ ids, now, until })).pipe(Effect.map((rows) => rows.map((row) => row.id)))
+      sql`UPDATE deliveries SET lease_until = ${until}, lease_owner = ${owner}
+          WHERE id IN ${sql.in(ids)} AND state = 'pending' AND lease_until <= ${now}
+          RETURNING ${sql.literal(LeasedColumns.columns)}`.values.pipe(Effect.map((rows) => rows.map(LeasedColumns.at.id)))
 
     /** The leased deliveries with what their attempts need, in due order. */
-    const claimed = (ids: ReadonlyArray<number>) => dieOnParse(claimedById(ids)).pipe(Effect.map((rows) => rows.map(toClaimed)))
+    const claimed = (ids: ReadonlyArray<number>) =>
+      claimedById(ids).pipe(Effect.map((rows) => rows.map((row) => toClaimed(ClaimedColumns.read(row)))))
 
     /**
      * Moves a delivery this process leased on after an attempt, its lease released; a pending one
@@ -243,10 +239,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
             ) THEN 'given_up' ELSE ${next.state} END,
             next_attempt_at = ${next.nextAttemptAt}, lease_until = 0, lease_owner = NULL
           WHERE id = ${deliveryId} AND lease_owner = ${owner}
-          RETURNING state`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(SettledRows)),
-        dieOnParse,
-        Effect.map((rows) => rows[0]?.state)
+          RETURNING ${sql.literal(SettledColumns.columns)}`.values.pipe(
+        Effect.map((rows) => rows[0] === undefined ? undefined : SettledColumns.at.state(rows[0]))
       )
 
     /** Ends a delivery whose webhook was removed; nothing is sent. */
@@ -275,17 +269,16 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
           Effect.withSpan("DeliveryRepo.renew")
         )
 
-    const outlookQuery = SqlSchema.single({
-      Request: Schema.Number,
-      Result: Outlook,
-      execute: (now) =>
-        sql`SELECT
-              CASE WHEN (SELECT MAX(seq) FROM events) > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
-                THEN 1 ELSE 0 END AS events_waiting,
-              (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND lease_until <= ${now}) AS due,
-              (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND next_attempt_at > ${now}) AS upcoming,
-              (SELECT MIN(lease_until) FROM deliveries WHERE state = 'pending' AND lease_until > ${now}) AS leased`
-    })
+    const outlookQuery = (now: number) =>
+      sql`SELECT
+            CASE WHEN (SELECT MAX(seq) FROM events) > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
+              THEN 1 ELSE 0 END AS events_waiting,
+            (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND lease_until <= ${now}) AS due,
+            (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND next_attempt_at > ${now}) AS upcoming,
+            (SELECT MIN(lease_until) FROM deliveries WHERE state = 'pending' AND lease_until > ${now}) AS leased`.values.pipe(
+        Effect.flatMap(single),
+        Effect.map(OutlookColumns.read)
+      )
 
     /**
      * What a round would find, in one statement outside any transaction: whether the outbox holds
@@ -310,18 +303,11 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("Webhooks/Deliv
      * Events not yet fanned out plus deliveries still pending (the work the worker has before it),
      * and when the earliest pending delivery fell due (epoch ms; null when none is pending).
      */
-    const depth = SqlSchema.single({
-      Request: Schema.Void,
-      Result: Depth,
-      execute: () =>
-        // The events past the cursor as a range closed by the newest: an open range ("seq > cursor")
-        // is priced as a third of the table by a planner without statistics, and read whole.
-        sql`SELECT (SELECT count(*) FROM events
-                    WHERE seq > (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
-                      AND seq <= (SELECT MAX(seq) FROM events))
-                 + (SELECT count(*) FROM deliveries WHERE state = 'pending') AS depth,
-                 (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending') AS oldest_due_at`
-    })(undefined).pipe(Effect.orDie)
+    const depth = sql`SELECT ${sql.literal(DepthColumns.columns)}`.values.pipe(
+      Effect.flatMap(single),
+      Effect.map(DepthColumns.read),
+      Effect.orDie
+    )
 
     return {
       settledEvents,

@@ -1,6 +1,8 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
 import type { SurveyId, WebhookId, WorkspaceId } from "../Domain/Ids.js"
+import { Reader } from "../Sql/Reader.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
 /** A webhook's scope: workspace-wide when `surveyId` is null. */
 export interface WebhookScope {
@@ -9,84 +11,65 @@ export interface WebhookScope {
 }
 
 /** An event that can be queued again: its number and its id. */
-const StoredEvent = Schema.Struct({ seq: Schema.Number, id: Schema.String })
-export type StoredEvent = typeof StoredEvent.Type
+const StoredEventColumns = rowShape({ seq: column.num("seq"), id: column.text("id") })
+export type StoredEvent = RowOf<typeof StoredEventColumns.fields>
 
 /** An event's place in the created-at order the recovery pages walk. */
-const EventKey = Schema.Struct({ seq: Schema.Number, createdAt: Schema.String })
-export type EventKey = typeof EventKey.Type
+const EventKeyColumns = rowShape({ seq: column.num("e.seq"), createdAt: column.text("e.created_at") })
+export type EventKey = RowOf<typeof EventKeyColumns.fields>
 
-const EventSeq = Schema.Struct({ seq: Schema.Number })
-const QueuedRow = Schema.Struct({ id: Schema.Number })
+const EventSeqColumns = rowShape({ seq: column.num("e.seq") })
+
+const eventOf = (scope: "workspace" | "survey") =>
+  `SELECT ${StoredEventColumns.columns} FROM events
+  WHERE id = ? AND workspace_id = ? AND created_at >= ?
+    AND type <> 'webhook.test'${scope === "survey" ? " AND survey_id = ?" : ""}`
+const workspaceEvent = eventOf("workspace")
+const surveyEvent = eventOf("survey")
+
+const eventPageOf = (scope: "workspace" | "survey") =>
+  `SELECT ${EventKeyColumns.columns} FROM events e
+  WHERE ${scope === "workspace" ? "e.workspace_id" : "e.survey_id"} = ?
+    AND e.created_at >= ? AND e.created_at < ?
+    AND (e.created_at, e.seq) > (?, ?)
+  ORDER BY e.created_at, e.seq LIMIT ?`
+const workspaceEventPage = eventPageOf("workspace")
+const surveyEventPage = eventPageOf("survey")
 
 /**
  * The events kept for redelivery and the deliveries queued again from them. A delivery is one row
  * per event and webhook; queuing again restarts that row from its first attempt unless it is still
  * pending or an attempt of it is in flight (its webhook was switched off meanwhile), in one
- * conditional upsert, so two concurrent calls never queue an event twice. SQL failures are
- * defects here, but for the deletion of events, which runs in the caller's transaction.
+ * conditional upsert, so two concurrent calls never queue an event twice. The requests' reads of
+ * events run on the `Reader`. SQL failures are defects here, but for the deletion of events, which
+ * runs in the caller's transaction.
  */
 export class RedeliveryRepo extends Effect.Service<RedeliveryRepo>()("Webhooks/RedeliveryRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const reader = yield* Reader
 
     /** The event of the scope with that id, created at `after` or later; test events are never sent again. */
-    const findEvent = SqlSchema.findOne({
-      Request: Schema.Struct({
-        eventId: Schema.String,
-        workspaceId: Schema.String,
-        surveyId: Schema.NullOr(Schema.String),
-        after: Schema.String
-      }),
-      Result: StoredEvent,
-      execute: ({ after, eventId, surveyId, workspaceId }) =>
-        sql`SELECT seq, id FROM events
-            WHERE id = ${eventId} AND workspace_id = ${workspaceId} AND created_at >= ${after}
-              AND type <> 'webhook.test'
-              ${surveyId === null ? sql`` : sql`AND survey_id = ${surveyId}`}`
-    })
-
     const event = (scope: WebhookScope, eventId: string, after: string) =>
-      findEvent({ eventId, ...scope, after }).pipe(Effect.orDie)
-
-    const queueOne = SqlSchema.findAll({
-      Request: Schema.Struct({ webhookId: Schema.String, seq: Schema.Number, eventId: Schema.String, now: Schema.Number }),
-      Result: QueuedRow,
-      execute: ({ eventId, now, seq, webhookId }) =>
-        sql`
-        INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
-        VALUES (${seq}, ${eventId}, ${webhookId}, 'pending', 0, ${now}, 0, ${now})
-        ON CONFLICT (event_seq, webhook_id) DO UPDATE SET
-          state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0, lease_owner = NULL
-        WHERE deliveries.state <> 'pending' AND deliveries.lease_until <= ${now}
-        RETURNING id`
-    })
+      (scope.surveyId === null
+        ? reader.values(workspaceEvent, [eventId, scope.workspaceId, after])
+        : reader.values(surveyEvent, [eventId, scope.workspaceId, after, scope.surveyId])).pipe(
+          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), StoredEventColumns.read)),
+          Effect.orDie
+        )
 
     /** Queues one event for the webhook; answers false when a delivery of it was already pending. */
     const redeliver = (webhookId: WebhookId, event: StoredEvent, now: number) =>
-      queueOne({ webhookId, seq: event.seq, eventId: event.id, now }).pipe(
+      sql`
+        INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
+        VALUES (${event.seq}, ${event.id}, ${webhookId}, 'pending', 0, ${now}, 0, ${now})
+        ON CONFLICT (event_seq, webhook_id) DO UPDATE SET
+          state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0, lease_owner = NULL
+        WHERE deliveries.state <> 'pending' AND deliveries.lease_until <= ${now}
+        RETURNING id`.values.pipe(
         Effect.map((rows) => rows.length > 0),
         Effect.orDie
       )
-
-    const eventPage = SqlSchema.findAll({
-      Request: Schema.Struct({
-        workspaceId: Schema.String,
-        surveyId: Schema.NullOr(Schema.String),
-        since: Schema.String,
-        until: Schema.String,
-        after: EventKey,
-        limit: Schema.Number
-      }),
-      Result: EventKey,
-      execute: ({ after, limit, since, surveyId, until, workspaceId }) =>
-        sql`
-          SELECT e.seq, e.created_at FROM events e
-          WHERE ${surveyId === null ? sql`e.workspace_id = ${workspaceId}` : sql`e.survey_id = ${surveyId}`}
-            AND e.created_at >= ${since} AND e.created_at < ${until}
-            AND (e.created_at, e.seq) > (${after.createdAt}, ${after.seq})
-          ORDER BY e.created_at, e.seq LIMIT ${limit}`
-    })
 
     /** The scope's next `limit` events created in [since, until), past `after` in created-at order. */
     const eventsAfter = (input: {
@@ -95,34 +78,16 @@ export class RedeliveryRepo extends Effect.Service<RedeliveryRepo>()("Webhooks/R
       readonly until: string
       readonly after: EventKey
       readonly limit: number
-    }) => eventPage({ ...input.scope, since: input.since, until: input.until, after: input.after, limit: input.limit })
-      .pipe(Effect.orDie)
-
-    const queuePage = SqlSchema.findAll({
-      Request: Schema.Struct({
-        webhookId: Schema.String,
-        workspaceId: Schema.String,
-        logScope: Schema.Literal("survey", "workspace"),
-        seqs: Schema.Array(Schema.Number),
-        now: Schema.Number
-      }),
-      Result: QueuedRow,
-      execute: ({ logScope, now, seqs, webhookId, workspaceId }) =>
-        sql`
-          INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
-          SELECT e.seq, e.id, ${webhookId}, 'pending', 0, ${now}, 0, ${now}
-          FROM events e
-          JOIN webhook_event_types f ON f.webhook_id = ${webhookId} AND f.event_type = e.type
-          WHERE e.seq IN ${sql.in(seqs)} AND e.workspace_id = ${workspaceId}
-            AND NOT EXISTS (
-              SELECT 1 FROM delivery_attempts a WHERE a.event_id = e.id AND a.ok = 1 AND a.scope = ${logScope}
-            )
-          ORDER BY e.seq
-          ON CONFLICT (event_seq, webhook_id) DO UPDATE SET
-            state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0, lease_owner = NULL
-          WHERE deliveries.state <> 'pending' AND deliveries.lease_until <= ${now}
-          RETURNING id`
-    })
+    }) => {
+      const { after, limit, scope, since, until } = input
+      const window = [since, until, after.createdAt, after.seq, limit]
+      return (scope.surveyId === null
+        ? reader.values(workspaceEventPage, [scope.workspaceId, ...window])
+        : reader.values(surveyEventPage, [scope.surveyId, ...window])).pipe(
+          Effect.map((rows) => rows.map(EventKeyColumns.read)),
+          Effect.orDie
+        )
+    }
 
     /**
      * Queues those of the events numbered `seqs` whose type the webhook receives and that have
@@ -133,29 +98,32 @@ export class RedeliveryRepo extends Effect.Service<RedeliveryRepo>()("Webhooks/R
       readonly scope: WebhookScope
       readonly seqs: ReadonlyArray<number>
       readonly now: number
-    }) =>
-      queuePage({
-        webhookId: input.webhookId,
-        workspaceId: input.scope.workspaceId,
-        logScope: input.scope.surveyId === null ? "workspace" : "survey",
-        seqs: input.seqs,
-        now: input.now
-      }).pipe(Effect.map((rows) => rows.length), Effect.orDie)
-
-    const expired = SqlSchema.findAll({
-      Request: Schema.Struct({ cutoff: Schema.String, limit: Schema.Number }),
-      Result: EventSeq,
-      execute: ({ cutoff, limit }) =>
-        sql`SELECT e.seq FROM events e
-        WHERE e.created_at < ${cutoff}
-          AND e.seq <= (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
-          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = e.seq AND d.state = 'pending')
-        ORDER BY e.created_at LIMIT ${limit}`
-    })
+    }) => {
+      const { now, scope, seqs, webhookId } = input
+      const logScope = scope.surveyId === null ? "workspace" : "survey"
+      return sql`
+          INSERT INTO deliveries (event_seq, event_id, webhook_id, state, attempts, next_attempt_at, lease_until, created_at)
+          SELECT e.seq, e.id, ${webhookId}, 'pending', 0, ${now}, 0, ${now}
+          FROM events e
+          JOIN webhook_event_types f ON f.webhook_id = ${webhookId} AND f.event_type = e.type
+          WHERE e.seq IN ${sql.in(seqs)} AND e.workspace_id = ${scope.workspaceId}
+            AND NOT EXISTS (
+              SELECT 1 FROM delivery_attempts a WHERE a.event_id = e.id AND a.ok = 1 AND a.scope = ${logScope}
+            )
+          ORDER BY e.seq
+          ON CONFLICT (event_seq, webhook_id) DO UPDATE SET
+            state = 'pending', attempts = 0, next_attempt_at = excluded.next_attempt_at, lease_until = 0, lease_owner = NULL
+          WHERE deliveries.state <> 'pending' AND deliveries.lease_until <= ${now}
+          RETURNING id`.values.pipe(Effect.map((rows) => rows.length), Effect.orDie)
+    }
 
     /** Up to `limit` events created before `cutoff`, fanned out and with no delivery pending. */
     const expiredEvents = (cutoff: string, limit: number) =>
-      expired({ cutoff, limit }).pipe(Effect.map((rows) => rows.map((row) => row.seq)), Effect.orDie)
+      sql`SELECT ${sql.literal(EventSeqColumns.columns)} FROM events e
+        WHERE e.created_at < ${cutoff}
+          AND e.seq <= (SELECT last_seq FROM outbox_cursors WHERE name = 'webhooks')
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = e.seq AND d.state = 'pending')
+        ORDER BY e.created_at LIMIT ${limit}`.values.pipe(Effect.map((rows) => rows.map(EventSeqColumns.at.seq)), Effect.orDie)
 
     /** Deletes events with their deliveries; inside the caller's transaction, which a failure of the database is left to. */
     const deleteEvents = (seqs: ReadonlyArray<number>) =>

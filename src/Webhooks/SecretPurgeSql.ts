@@ -1,9 +1,9 @@
-import { type SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
-import { PreviousSecrets } from "../Domain/Webhook.js"
+import type { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { column, rowShape } from "../Sql/Rows.js"
+import { decodePreviousSecrets } from "./WebhookRows.js"
 
-const StoredPrevious = Schema.Struct({ id: Schema.String, previousSecrets: Schema.String })
-const decodePrevious = Schema.decodeUnknownSync(Schema.parseJson(PreviousSecrets))
+const StoredPrevious = rowShape({ id: column.text("id"), previousSecrets: column.text("previous_secrets") })
 
 /**
  * Deletes the replaced signing secrets (v1-extensions §X5.2) no longer honoured at `now`: a
@@ -11,16 +11,12 @@ const decodePrevious = Schema.decodeUnknownSync(Schema.parseJson(PreviousSecrets
  * webhook's list is rewritten only if it is still the one read, so a rotation meanwhile wins.
  * Answers how many secrets went. Statements of their own, beside the other purges of the sweep.
  */
-export const expiredSecretsPurge = (sql: SqlClient.SqlClient) => {
-  const withPrevious = SqlSchema.findAll({
-    Request: Schema.Void,
-    Result: StoredPrevious,
-    execute: () => sql`SELECT id, previous_secrets FROM webhooks WHERE previous_secrets <> '[]'`
-  })
-  return Effect.fn("WebhookRepo.purgeExpiredSecrets")(function*(now: number) {
+export const expiredSecretsPurge = (sql: SqlClient.SqlClient) =>
+  Effect.fn("WebhookRepo.purgeExpiredSecrets")(function*(now: number) {
     let purged = 0
-    for (const row of yield* withPrevious(undefined)) {
-      const previous = decodePrevious(row.previousSecrets)
+    const rows = yield* sql`SELECT ${sql.literal(StoredPrevious.columns)} FROM webhooks WHERE previous_secrets <> '[]'`.values
+    for (const row of rows.map(StoredPrevious.read)) {
+      const previous = decodePreviousSecrets(row.previousSecrets)
       const kept = previous.filter((replaced) => replaced.expiresAt > now)
       if (kept.length === previous.length) continue
       const changed = yield* sql`UPDATE webhooks SET previous_secrets = ${JSON.stringify(kept)}
@@ -29,4 +25,3 @@ export const expiredSecretsPurge = (sql: SqlClient.SqlClient) => {
     }
     return purged
   }, Effect.orDie)
-}

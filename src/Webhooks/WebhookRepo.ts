@@ -1,25 +1,36 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
-import { makeId, SurveyId, WebhookId, webhookId as asWebhookId, WorkspaceId } from "../Domain/Ids.js"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import {
+  makeId,
+  type SurveyId,
+  surveyId as asSurveyId,
+  type WebhookId,
+  webhookId as asWebhookId,
+  type WorkspaceId,
+  workspaceId as asWorkspaceId
+} from "../Domain/Ids.js"
 import { toIso } from "../Domain/Time.js"
-import { DisabledReason, type PreviousSecret, PreviousSecrets } from "../Domain/Webhook.js"
+import { DisabledReason, type PreviousSecret } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
+import { Reader } from "../Sql/Reader.js"
+import { type Column, column, rowShape, type RowOf } from "../Sql/Rows.js"
 import { inBatches } from "../Sql/Transactions.js"
 import type { HealthMove } from "./Health.js"
 import type { WebhookScope } from "./RedeliveryRepo.js"
 import { expiredSecretsPurge } from "./SecretPurgeSql.js"
+import { decodePreviousSecrets } from "./WebhookRows.js"
 
 /** A configured endpoint as stored: `disabledReason` is null while it is enabled. */
-const WebhookRow = Schema.Struct({
-  id: WebhookId,
-  workspaceId: WorkspaceId,
-  surveyId: Schema.NullOr(SurveyId),
-  targetUrl: Schema.String,
-  secret: Schema.String,
-  previousSecrets: Schema.parseJson(PreviousSecrets),
-  maxAttemptsPerSecond: Schema.NullOr(Schema.Number),
-  disabledReason: Schema.NullOr(DisabledReason)
+const WebhookColumns = rowShape({
+  id: column.map(column.text("w.id"), asWebhookId),
+  workspaceId: column.map(column.text("w.workspace_id"), asWorkspaceId),
+  surveyId: column.map(column.nullableText("w.survey_id"), (id) => id === null ? null : asSurveyId(id)),
+  targetUrl: column.text("w.target_url"),
+  secret: column.text("w.secret"),
+  previousSecrets: column.map(column.text("w.previous_secrets"), decodePreviousSecrets),
+  maxAttemptsPerSecond: column.nullableNum("w.max_attempts_per_second"),
+  disabledReason: column.nullableOneOf("w.disabled_reason", DisabledReason.literals)
 })
 
 /** A configured endpoint, survey-scoped or workspace-wide (`surveyId` null), with the event types it receives in catalogue order. */
@@ -42,27 +53,30 @@ export interface Webhook {
 const catalogue = SubscribableEventType.literals
 
 /** A webhook beside one of its event types (null when it has none). */
-const WebhookTypeRow = Schema.Struct({ ...WebhookRow.fields, eventType: Schema.NullOr(SubscribableEventType) })
-
-/** A flag stored as 0 or 1. */
-const Flag = Schema.transform(Schema.Literal(0, 1), Schema.Boolean, {
-  strict: true,
-  decode: (stored) => stored === 1,
-  encode: (flag) => (flag ? 1 : 0)
+const WebhookTypeColumns = rowShape({
+  ...WebhookColumns.fields,
+  eventType: column.nullableOneOf("t.event_type", SubscribableEventType.literals)
 })
+
+/** A flag stored as 0 or 1, read as a boolean; any other value is a defect named by its column. */
+const flag = (select: string): Column<boolean> =>
+  column.map(column.num(select), (stored) => {
+    if (stored === 0 || stored === 1) return stored === 1
+    throw new TypeError(`Column ${select}: expected 0 or 1, got ${stored}`)
+  })
 
 /** One attempt of the delivery log. */
-const LoggedAttempt = Schema.Struct({
-  id: Schema.String,
-  eventId: Schema.String,
-  eventType: Schema.String,
-  surveyId: Schema.NullOr(Schema.String),
-  ok: Flag,
-  responseStatus: Schema.NullOr(Schema.Number),
-  error: Schema.NullOr(Schema.String),
-  attemptedAt: Schema.Number
+const AttemptColumns = rowShape({
+  id: column.text("id"),
+  eventId: column.text("event_id"),
+  eventType: column.text("event_type"),
+  surveyId: column.nullableText("survey_id"),
+  ok: flag("ok"),
+  responseStatus: column.nullableNum("response_status"),
+  error: column.nullableText("error"),
+  attemptedAt: column.num("attempted_at")
 })
-export type LoggedAttempt = typeof LoggedAttempt.Type
+export type LoggedAttempt = RowOf<typeof AttemptColumns.fields>
 
 export interface NewAttempt {
   readonly deliveryId: number | null
@@ -77,48 +91,41 @@ export interface NewAttempt {
   readonly attemptedAt: number
 }
 
-const Scope = Schema.Struct({ workspaceId: WorkspaceId, surveyId: Schema.NullOr(SurveyId) })
-const HealthRow = Schema.Struct({ disabledReason: Schema.NullOr(DisabledReason) })
-const SlotRow = Schema.Struct({ nextSlotAt: Schema.Number })
+const HealthColumns = rowShape({ disabledReason: column.nullableOneOf("disabled_reason", DisabledReason.literals) })
+const SlotColumns = rowShape({ nextSlotAt: column.num("next_slot_at") })
+
+const withTypes = `SELECT ${WebhookTypeColumns.columns}
+  FROM webhooks w LEFT JOIN webhook_event_types t ON t.webhook_id = w.id
+  WHERE w.workspace_id = ? AND COALESCE(w.survey_id, '') = ?`
+const attemptsOf = (scope: "workspace" | "survey") =>
+  `SELECT ${AttemptColumns.columns}
+  FROM delivery_attempts WHERE ${scope === "workspace" ? "workspace_id" : "survey_id"} = ? AND scope = '${scope}'
+  ORDER BY attempted_at DESC, rowid DESC LIMIT ?`
+const workspaceAttempts = attemptsOf("workspace")
+const surveyAttempts = attemptsOf("survey")
 
 /**
- * The statements of webhook settings and the attempt log. The writes of settings run inside the
- * caller's transaction (src/Webhooks/Webhooks.ts) and leave a failure of the database to it; the
- * reads and the purges run on their own, a failure of the database a defect.
+ * The statements of webhook settings and the attempt log. The writes of settings, with the reads
+ * they follow (`stored`, `nextSlot`), run inside the caller's transaction (src/Webhooks/Webhooks.ts)
+ * and leave a failure of the database to it; the requests' reads of settings and of the log run on
+ * the `Reader`, and they and the purges run on their own, a failure of the database a defect.
  */
 export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/WebhookRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const reader = yield* Reader
     const dialect = yield* SqlDialect
 
-    const findScope = SqlSchema.findOne({
-      Request: Scope,
-      Result: WebhookRow,
-      execute: ({ surveyId, workspaceId }) =>
-        sql`SELECT id, workspace_id, survey_id, target_url, secret, previous_secrets, max_attempts_per_second, disabled_reason
-            FROM webhooks
-            WHERE workspace_id = ${workspaceId} AND COALESCE(survey_id, '') = ${surveyId ?? ""}`
-    })
-
-    // One statement, so that the settings and their event types are of one version (a PUT
-    // committing in between replaces both).
-    const findWithTypes = SqlSchema.findAll({
-      Request: Scope,
-      Result: WebhookTypeRow,
-      execute: ({ surveyId, workspaceId }) =>
-        sql`SELECT w.id, w.workspace_id, w.survey_id, w.target_url, w.secret, w.previous_secrets, w.max_attempts_per_second,
-                   w.disabled_reason, t.event_type
-            FROM webhooks w LEFT JOIN webhook_event_types t ON t.webhook_id = w.id
-            WHERE w.workspace_id = ${workspaceId} AND COALESCE(w.survey_id, '') = ${surveyId ?? ""}`
-    })
-
-    /** The scope's webhook, enabled or disabled, with its event types. */
+    /**
+     * The scope's webhook, enabled or disabled, with its event types. One statement, so that the
+     * settings and their event types are of one version (a PUT committing in between replaces both).
+     */
     const find = Effect.fn("WebhookRepo.find")(function*(workspaceId: WorkspaceId, surveyId: SurveyId | null) {
-      const rows = yield* findWithTypes({ workspaceId, surveyId }).pipe(Effect.orDie)
+      const rows = yield* reader.values(withTypes, [workspaceId, surveyId ?? ""]).pipe(Effect.orDie)
       const first = rows[0]
       if (first === undefined) return Option.none<Webhook>()
-      const { disabledReason, eventType: _, ...webhook } = first
-      const types = new Set(rows.map((row) => row.eventType))
+      const { disabledReason, eventType: _, ...webhook } = WebhookTypeColumns.read(first)
+      const types = new Set(rows.map(WebhookTypeColumns.at.eventType))
       return Option.some<Webhook>({
         ...webhook,
         enabled: disabledReason === null,
@@ -143,8 +150,10 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
 
     /** The scope's webhook as stored, without its event types; none when the scope has none. */
     const stored = (scope: WebhookScope) =>
-      findScope({ workspaceId: scope.workspaceId, surveyId: scope.surveyId }).pipe(
-        Effect.catchTag("ParseError", Effect.die)
+      sql`SELECT ${sql.literal(WebhookColumns.columns)}
+          FROM webhooks w
+          WHERE workspace_id = ${scope.workspaceId} AND COALESCE(survey_id, '') = ${scope.surveyId ?? ""}`.values.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), WebhookColumns.read))
       )
 
     /**
@@ -205,20 +214,13 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
       sql`UPDATE webhooks SET secret = ${secret}, previous_secrets = ${JSON.stringify(previous)}, updated_at = ${toIso(now)}
           WHERE id = ${id}`.pipe(Effect.asVoid)
 
-    const slotRows = SqlSchema.findAll({
-      Request: WebhookId,
-      Result: SlotRow,
-      execute: (id) => sql`SELECT next_slot_at FROM webhooks w WHERE w.id = ${id}${dialect.lockRows("w")}`
-    })
-
     /**
      * The next free slot of a webhook's delivery rate as stored (src/Webhooks/Rate.ts), its row
      * locked until the caller's transaction ends on PostgreSQL; 0 when none was taken.
      */
     const nextSlot = (id: WebhookId) =>
-      slotRows(id).pipe(
-        Effect.map((rows) => rows[0]?.nextSlotAt ?? 0),
-        Effect.catchTag("ParseError", Effect.die)
+      sql`SELECT ${sql.literal(SlotColumns.columns)} FROM webhooks w WHERE w.id = ${id}${dialect.lockRows("w")}`.values.pipe(
+        Effect.map((rows) => rows[0] === undefined ? 0 : SlotColumns.at.nextSlotAt(rows[0]))
       )
 
     const setNextSlot = (id: WebhookId, at: number) =>
@@ -253,23 +255,6 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         })
       }`
 
-    const moveHealth = SqlSchema.findAll({
-      Request: Schema.Struct({
-        webhookId: WebhookId,
-        gone: Schema.Boolean,
-        failingBefore: Schema.Number,
-        attemptedAt: Schema.Number
-      }),
-      Result: HealthRow,
-      execute: ({ attemptedAt, failingBefore, gone, webhookId }) =>
-        sql`UPDATE webhooks SET
-              disabled_reason = CASE WHEN ${gone ? 1 : 0} = 1 THEN 'gone'
-                                     WHEN failing_since < ${failingBefore} THEN 'failing' END,
-              failing_since = COALESCE(failing_since, ${attemptedAt})
-            WHERE id = ${webhookId} AND disabled_reason IS NULL
-            RETURNING disabled_reason`
-    })
-
     /**
      * Moves a webhook's record of failures on as src/Webhooks/Health.ts says: cleared, or failing
      * since its first failure and switched off when the move says so. Switched off, its pending
@@ -280,13 +265,13 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
         yield* sql`UPDATE webhooks SET failing_since = NULL WHERE id = ${webhookId} AND failing_since IS NOT NULL`
         return Option.none<DisabledReason>()
       }
-      const rows = yield* moveHealth({
-        webhookId,
-        gone: move.gone,
-        failingBefore: move.failingBefore,
-        attemptedAt: move.attemptedAt
-      })
-      const reason = Option.fromNullable(rows[0]?.disabledReason)
+      const rows = yield* sql`UPDATE webhooks SET
+              disabled_reason = CASE WHEN ${move.gone ? 1 : 0} = 1 THEN 'gone'
+                                     WHEN failing_since < ${move.failingBefore} THEN 'failing' END,
+              failing_since = COALESCE(failing_since, ${move.attemptedAt})
+            WHERE id = ${webhookId} AND disabled_reason IS NULL
+            RETURNING ${sql.literal(HealthColumns.columns)}`.values
+      const reason = Option.fromNullable(rows[0] === undefined ? null : HealthColumns.at.disabledReason(rows[0]))
       if (Option.isSome(reason)) {
         // Leases stay: an attempt in flight still settles its delivery, and nothing requeues it meanwhile.
         yield* sql`UPDATE deliveries SET state = 'given_up'
@@ -302,32 +287,15 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("Webhooks/Webhook
     const recordOutcome = (webhookId: WebhookId, attempt: NewAttempt, move: HealthMove) =>
       Effect.zipRight(recordAttempt(attempt).pipe(Effect.orDie), recordHealth(webhookId, move))
 
-    const listWorkspace = SqlSchema.findAll({
-      Request: Schema.Struct({ workspaceId: Schema.String, limit: Schema.Number }),
-      Result: LoggedAttempt,
-      execute: ({ limit, workspaceId }) =>
-        sql`SELECT id, event_id, event_type, survey_id, ok, response_status, error, attempted_at
-            FROM delivery_attempts WHERE workspace_id = ${workspaceId} AND scope = 'workspace'
-            ORDER BY attempted_at DESC, rowid DESC LIMIT ${limit}`
-    })
-
-    const listSurvey = SqlSchema.findAll({
-      Request: Schema.Struct({ surveyId: Schema.String, limit: Schema.Number }),
-      Result: LoggedAttempt,
-      execute: ({ limit, surveyId }) =>
-        sql`SELECT id, event_id, event_type, survey_id, ok, response_status, error, attempted_at
-            FROM delivery_attempts WHERE survey_id = ${surveyId} AND scope = 'survey'
-            ORDER BY attempted_at DESC, rowid DESC LIMIT ${limit}`
-    })
-
     /** Newest attempts first: the workspace webhook's when `surveyId` is null, else the survey webhook's. */
     const attempts = Effect.fn("WebhookRepo.attempts")(function*(
       scope: { workspaceId: string; surveyId: string | null },
       limit: number
     ) {
-      return yield* (scope.surveyId === null
-        ? listWorkspace({ workspaceId: scope.workspaceId, limit })
-        : listSurvey({ surveyId: scope.surveyId, limit })).pipe(Effect.orDie)
+      const rows = yield* (scope.surveyId === null
+        ? reader.values(workspaceAttempts, [scope.workspaceId, limit])
+        : reader.values(surveyAttempts, [scope.surveyId, limit])).pipe(Effect.orDie)
+      return rows.map(AttemptColumns.read)
     })
 
     /**
