@@ -14,7 +14,8 @@ import { SurveyResponse } from "../Domain/Response.js"
 import type { SurveyId } from "../Domain/Ids.js"
 import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
 import { addAnswerHeaders } from "../Http/RequestId.js"
-import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
+import { QuestionReads } from "../Questions/QuestionReads.js"
+import { isApiQuestion } from "../Questions/QuestionWire.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { isCsvList, ResponseExportParams, ResponsePage } from "./Api.js"
 import { csvResponse } from "./Csv.js"
@@ -27,7 +28,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
   Effect.gen(function*() {
     const access = yield* SurveyAccess
     const responses = yield* ResponseRepo
-    const questions = yield* QuestionRepo
+    const questions = yield* QuestionReads
     const exports = yield* CsvExportRepo
     const slots = yield* ExportSlots
     const deletion = yield* ResponseDeletion
