@@ -3,6 +3,7 @@ import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { RebuildRepo } from "./Analytics/RebuildRepo.js"
 import { Aggregator } from "./Analytics/Aggregator.js"
+import { AnalyticsReads } from "./Analytics/AnalyticsReads.js"
 import { CounterAdjustments } from "./Analytics/CounterAdjustments.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { withRedactedHeaders } from "./Telemetry/SecretUrls.js"
@@ -57,6 +58,7 @@ import { ExportSlots } from "./Responses/ExportSlots.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseDeletionRepo } from "./Responses/ResponseDeletionRepo.js"
+import { ResponseReads } from "./Responses/ResponseReads.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
 import { ResponseWriteRepo } from "./Responses/ResponseWriteRepo.js"
 import { ResponseWriter } from "./Responses/ResponseWriter.js"
@@ -134,14 +136,16 @@ export const RepositoriesLive = Layer.mergeAll(
 )
 
 /**
- * The services through which a feature reaches another feature's rows: they hand out their
- * repositories' functions, or add a change's policy (the analytics' counters), and open no
- * transaction: they run in their caller's.
+ * The services through which another feature or a feature's handlers reach its rows: they hand
+ * out their repositories' functions, or add a change's policy (the analytics' counters), and open
+ * no transaction: they run in their caller's.
  */
 export const SharedServicesLive = Layer.mergeAll(
   Outbox.Default,
   SurveyReads.Default,
   QuestionReads.Default,
+  ResponseReads.Default,
+  AnalyticsReads.Default,
   CounterAdjustments.Default,
   UsageCounters.Default
 )
