@@ -3,6 +3,8 @@ import { type Clock, Duration, Effect, FiberRef, Layer, Logger } from "effect"
 import { AggregateRepo } from "./Analytics/AggregateRepo.js"
 import { RebuildRepo } from "./Analytics/RebuildRepo.js"
 import { Aggregator } from "./Analytics/Aggregator.js"
+import { AnalyticsReads } from "./Analytics/AnalyticsReads.js"
+import { CounterAdjustments } from "./Analytics/CounterAdjustments.js"
 import { AnalyticsLive } from "./Analytics/Http.js"
 import { withRedactedHeaders } from "./Telemetry/SecretUrls.js"
 import { Api } from "./Api.js"
@@ -25,6 +27,7 @@ import { EmbedSessionRepo } from "./Embeds/EmbedSessionRepo.js"
 import { EmbedSessions } from "./Embeds/EmbedSessions.js"
 import { EmbedSessionsLive } from "./Embeds/Http.js"
 import { ErasuresLive } from "./Responses/ErasuresHttp.js"
+import { Outbox } from "./Events/Outbox.js"
 import { OutboxRepo } from "./Events/OutboxRepo.js"
 import { Idempotency } from "./Http/Idempotency.js"
 import { IdempotencyStore } from "./Http/IdempotencyStore.js"
@@ -37,8 +40,10 @@ import { ReadinessLive } from "./Http/Readiness.js"
 import { bunServerLayer, HealthLive, PreflightLive, serveMiddleware, serveMiddlewareMeasured } from "./Http/Server.js"
 import { UsageLive } from "./Quota/Http.js"
 import { RateLimiter } from "./Quota/RateLimiter.js"
+import { UsageCounters } from "./Quota/UsageCounters.js"
 import { UsageStoreLive } from "./Quota/UsageStore.js"
 import { QuestionsLive } from "./Questions/Http.js"
+import { QuestionReads } from "./Questions/QuestionReads.js"
 import { QuestionRepo } from "./Questions/QuestionRepo.js"
 import { EmbedRedemption } from "./Respondents/EmbedRedemption.js"
 import { RespondentAuthLive, RespondentHttpLive } from "./Respondents/Http.js"
@@ -53,6 +58,7 @@ import { ExportSlots } from "./Responses/ExportSlots.js"
 import { ResponsesLive } from "./Responses/Http.js"
 import { ResponseDeletion } from "./Responses/ResponseDeletion.js"
 import { ResponseDeletionRepo } from "./Responses/ResponseDeletionRepo.js"
+import { ResponseReads } from "./Responses/ResponseReads.js"
 import { ResponseRepo } from "./Responses/ResponseRepo.js"
 import { ResponseWriteRepo } from "./Responses/ResponseWriteRepo.js"
 import { ResponseWriter } from "./Responses/ResponseWriter.js"
@@ -67,6 +73,7 @@ import { PrometheusLive } from "./Telemetry/Prometheus.js"
 import { TelemetryLive, tracingEnabled } from "./Telemetry/Telemetry.js"
 import { SurveyAccess } from "./Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "./Surveys/SurveyLifecycle.js"
+import { SurveyReads } from "./Surveys/SurveyReads.js"
 import { SurveyRepo } from "./Surveys/SurveyRepo.js"
 import { ClockAdvance } from "./TestClock/Advance.js"
 import { TestClockServiceApi } from "./TestClock/Api.js"
@@ -128,7 +135,22 @@ export const RepositoriesLive = Layer.mergeAll(
   AuthoringRepo.Default
 )
 
-/** Services over the repositories. */
+/**
+ * The services through which another feature or a feature's handlers reach its rows: they hand
+ * out their repositories' functions, or add a change's policy (the analytics' counters), and open
+ * no transaction: they run in their caller's.
+ */
+export const SharedServicesLive = Layer.mergeAll(
+  Outbox.Default,
+  SurveyReads.Default,
+  QuestionReads.Default,
+  ResponseReads.Default,
+  AnalyticsReads.Default,
+  CounterAdjustments.Default,
+  UsageCounters.Default
+)
+
+/** Services over the repositories and the shared ones. */
 export const ServicesLive = Layer.mergeAll(
   SurveyAccess.Default,
   SurveyLifecycle.Default,
@@ -163,6 +185,7 @@ export interface CoreParts {
 export const makeCore = (parts: Partial<CoreParts> = {}) =>
   Layer.mergeAll(Authoring.Default, Webhooks.Default, EmbedRedemption.Default).pipe(
     Layer.provideMerge(ServicesLive),
+    Layer.provideMerge(SharedServicesLive),
     Layer.provideMerge(parts.repositories ?? RepositoriesLive),
     Layer.provideMerge(parts.signer ?? Signer.StandardWebhooks),
     Layer.provideMerge(parts.rounds ?? LoopRounds.Silent),

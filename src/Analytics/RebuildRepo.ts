@@ -3,8 +3,7 @@ import { Array as Arr, Effect } from "effect"
 import { type ResponseId, responseId as brandResponseId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { column, rowShape } from "../Sql/Rows.js"
-import type { AggregateRepo, PagePosition } from "./AggregateRepo.js"
-import { type Aggregates, apply, emptyAggregates } from "./Compute.js"
+import type { PagePosition } from "./AggregateRepo.js"
 
 const chunk = 500
 
@@ -173,34 +172,3 @@ export const countedIn = (state: RebuildState, generation: number): SurveyId | n
   state.active
     ? (generation === state.generation ? shadowOf(state.surveyId) : null)
     : (generation === state.liveGeneration ? state.surveyId : null)
-
-/**
- * Subtracts what these responses contributed from the counters they are counted in and forgets
- * their contributions, inside the caller's transaction (a deletion's). The surveys' rebuild rows
- * are read for share: a rebuild's batch, which locks its row for update, does not move the counters
- * from under it.
- */
-export const forgetContributions = (
-  aggregates: AggregateRepo,
-  rebuilds: RebuildRepo,
-  ids: ReadonlyArray<ResponseId>
-) =>
-  Effect.gen(function*() {
-    const former = yield* aggregates.contributionsOf(ids)
-    const states = yield* rebuilds.states(former.map((f) => f.surveyId), "share")
-    const deltas = new Map<SurveyId, Aggregates>()
-    for (const f of former) {
-      const state = states.get(f.surveyId) ?? neverRebuilt(f.surveyId)
-      const key = countedIn(state, f.generation)
-      if (key === null) continue
-      const delta = deltas.get(key) ?? emptyAggregates()
-      deltas.set(key, delta)
-      apply(delta, f.contribution, -1)
-    }
-    const signatures = yield* aggregates.storedSignatures([...deltas.keys()])
-    yield* aggregates.addDeltas([...deltas].flatMap(([key, delta]) => {
-      const signature = signatures.get(key)
-      return signature === undefined ? [] : [{ surveyId: key, delta, signature }]
-    }))
-    yield* aggregates.deleteContributions(ids)
-  })

@@ -1,19 +1,18 @@
 import { Clock, Data, Effect, Either } from "effect"
-import { AggregateRepo } from "../Analytics/AggregateRepo.js"
-import { signatureOf } from "../Analytics/Compute.js"
-import { RebuildRepo } from "../Analytics/RebuildRepo.js"
+import { CounterAdjustments } from "../Analytics/CounterAdjustments.js"
 import { CurrentKey } from "../Auth/CurrentKey.js"
 import { Forbidden, InvalidRequest, type Issue, NotFound, PreconditionFailed } from "../Domain/Errors.js"
 import { makeId, type SurveyId, surveyId as brandSurveyId } from "../Domain/Ids.js"
 import type { QuestionInput } from "../Domain/Question.js"
 import { toIso } from "../Domain/Time.js"
-import { OutboxRepo } from "../Events/OutboxRepo.js"
+import { Outbox } from "../Events/Outbox.js"
 import { invalidRequestOf } from "../Http/Issues.js"
-import { QuestionRepo } from "../Questions/QuestionRepo.js"
+import { QuestionReads } from "../Questions/QuestionReads.js"
 import { type DatabaseError, Transactions } from "../Sql/Transactions.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { SurveyLifecycle } from "../Surveys/SurveyLifecycle.js"
-import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
+import { SurveyReads } from "../Surveys/SurveyReads.js"
+import type { SurveyRow } from "../Surveys/SurveyRepo.js"
 import { etagOf, ifMatchAdmits, nextUpdatedAt } from "../Surveys/SurveyVersion.js"
 import { AuthoringRepo, type QuestionWrite } from "./AuthoringRepo.js"
 import { questionWrites } from "./QuestionRules.js"
@@ -64,13 +63,12 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
   effect: Effect.gen(function*() {
     const transactions = yield* Transactions
     const repo = yield* AuthoringRepo
-    const surveys = yield* SurveyRepo
-    const questions = yield* QuestionRepo
+    const surveys = yield* SurveyReads
+    const questions = yield* QuestionReads
     const access = yield* SurveyAccess
     const lifecycle = yield* SurveyLifecycle
-    const outbox = yield* OutboxRepo
-    const aggregates = yield* AggregateRepo
-    const rebuilds = yield* RebuildRepo
+    const outbox = yield* Outbox
+    const counters = yield* CounterAdjustments
 
     const reread = (id: SurveyId) => surveys.findById(id).pipe(Effect.flatMap(Effect.orDie))
 
@@ -168,13 +166,7 @@ export class Authoring extends Effect.Service<Authoring>()("Authoring/Authoring"
         return yield* write(id, ifMatch, (survey, next) =>
           Effect.gen(function*() {
             yield* claim(survey, next)
-            const before = signatureOf(yield* aggregates.questionsOf(survey.id))
-            yield* storeQuestions(survey, writes)
-            // What is counted changed (a question added, removed, moved or retyped): the survey's
-            // analytics are rebuilt in the background, asked for with the change. Labels, options
-            // and `required` change no counter.
-            const after = signatureOf(yield* aggregates.questionsOf(survey.id))
-            if (after !== before) yield* rebuilds.request(survey.id, after, toIso(yield* Clock.currentTimeMillis))
+            yield* counters.editingQuestions(survey.id, storeQuestions(survey, writes))
             return { survey: yield* reread(survey.id), questions: yield* questions.listWire(survey.id) }
           }), repo.lockQuestions(id))
       }

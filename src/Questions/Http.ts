@@ -11,15 +11,15 @@ import { NotFound } from "../Domain/Errors.js"
 import { QuestionList, questionDefinition, SurveyDefinition } from "../Domain/Question.js"
 import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
-import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { SurveyReads } from "../Surveys/SurveyReads.js"
 import { etagOf } from "../Surveys/SurveyVersion.js"
-import { QuestionRepo } from "./QuestionRepo.js"
+import { QuestionReads } from "./QuestionReads.js"
 
 export const QuestionsLive = HttpApiBuilder.group(Api, "questions", (handlers) =>
   Effect.gen(function*() {
     const access = yield* SurveyAccess
-    const questions = yield* QuestionRepo
-    const surveys = yield* SurveyRepo
+    const questions = yield* QuestionReads
+    const surveys = yield* SurveyReads
     // A chain of effects, not a generator: the measured shortcut of this file's header.
     return handlers.handle("list", ({ path }) =>
       Effect.zipWith(

@@ -11,6 +11,7 @@ import { parseStoredOptions, Question, QuestionOption, QuestionType, StoredQuest
 import { type SurveyId, surveyId } from "../Domain/Ids.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, rowShape, type RowOf } from "../Sql/Rows.js"
+import { questionWire } from "./QuestionWire.js"
 
 const decodeSettings = Schema.decodeUnknownSync(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
 
@@ -46,7 +47,7 @@ export const ApiQuestionColumns = rowShape({
   position: question.position,
   options: question.options
 })
-type ApiQuestionRow = RowOf<typeof ApiQuestionColumns.fields>
+export type ApiQuestionRow = RowOf<typeof ApiQuestionColumns.fields>
 
 export const apiQuestionRowOf = (row: ReadonlyArray<unknown>): ApiQuestionRow => ApiQuestionColumns.read(row)
 
@@ -57,24 +58,6 @@ const apiQuestionsOf = `SELECT ${ApiQuestionColumns.columns}
 const questionsOf = `SELECT ${QuestionColumns.columns}
   FROM questions q WHERE q.survey_id = ? AND q.deleted = 0
   ORDER BY q.position, q.id`
-
-/**
- * The fields of a question as the API and the respondent page show them; for a question the API
- * shows (not a section), its wire form.
- */
-export const questionWire = <T extends StoredQuestionType>(
-  row: Pick<ApiQuestionRow, "id" | "label" | "required" | "allowMultiple" | "position" | "options"> & {
-    readonly type: T
-  }
-) => ({
-  id: row.id,
-  type: row.type,
-  label: row.label,
-  required: row.required,
-  allowMultiple: row.allowMultiple,
-  order: row.position,
-  options: row.options.map((o) => ({ value: o.value, label: o.label }))
-})
 
 export class QuestionRow extends Data.Class<RowOf<typeof QuestionColumns.fields>> {
   get isSection(): boolean {
@@ -92,10 +75,6 @@ export class QuestionRow extends Data.Class<RowOf<typeof QuestionColumns.fields>
     return questionWire(this)
   }
 }
-
-/** A question the API shows: not a section, not deleted. */
-export const isApiQuestion = (row: QuestionRow): row is QuestionRow & { readonly type: QuestionType } =>
-  row.type !== "section" && !row.deleted
 
 export const questionRowOf = (row: ReadonlyArray<unknown>): QuestionRow => new QuestionRow(QuestionColumns.read(row))
 

@@ -4,7 +4,7 @@ import { AppConfig, DEFAULT_RESPONDENT_LIMITS } from "../Config.js"
 import { RateLimited } from "../Domain/Errors.js"
 import { clientAddress, trustedProxies } from "../Http/ClientAddress.js"
 import { addAnswerHeaders } from "../Http/RequestId.js"
-import { UsageStore } from "../Quota/UsageStore.js"
+import { UsageCounters } from "../Quota/UsageCounters.js"
 import { type AdmissionEntries, makeAdmissions, retryAfterSeconds } from "./AdmissionTable.js"
 
 /**
@@ -18,7 +18,7 @@ import { type AdmissionEntries, makeAdmissions, retryAfterSeconds } from "./Admi
 export class RespondentLimits extends Effect.Service<RespondentLimits>()("Respondents/RespondentLimits", {
   effect: Effect.gen(function*() {
     const config = yield* AppConfig
-    const store = yield* UsageStore
+    const counters = yield* UsageCounters
     const admissions = makeAdmissions({
       perAddress: config.respondentLimitPerAddress ?? DEFAULT_RESPONDENT_LIMITS.perAddress,
       perSurvey: config.respondentLimitPerSurvey ?? DEFAULT_RESPONDENT_LIMITS.perSurvey,
@@ -56,7 +56,7 @@ export class RespondentLimits extends Effect.Service<RespondentLimits>()("Respon
        */
       forget: Effect.flatMap(Clock.currentTimeMillis, (now) => {
         admissions.sweep(now)
-        return store.forget("respondent-", now, now - 60_000)
+        return counters.forget("respondent-", now, now - 60_000)
       }).pipe(Effect.withSpan("RespondentLimits.forget"))
     } as const
   })

@@ -4,7 +4,8 @@ import { Effect, Either, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { EmbedSessions } from "../Embeds/EmbedSessions.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
-import { SurveyRepo, type SurveyRow } from "../Surveys/SurveyRepo.js"
+import { SurveyReads } from "../Surveys/SurveyReads.js"
+import type { SurveyRow } from "../Surveys/SurveyRepo.js"
 import type { RateLimited } from "../Domain/Errors.js"
 import { assets } from "./Assets.js"
 import { EmbedRedemption } from "./EmbedRedemption.js"
@@ -45,7 +46,7 @@ const notAccepting = (survey: SurveyRow) =>
  */
 export const RespondentRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const surveys = yield* SurveyRepo
+    const surveys = yield* SurveyReads
     const tokens = yield* RespondentTokens
     const embeds = yield* EmbedSessions
     const redemption = yield* EmbedRedemption

@@ -1,5 +1,6 @@
 import type { Survey } from "../Domain/Survey.js"
-import { type QuestionRow, questionWire } from "../Questions/QuestionRepo.js"
+import type { QuestionRow } from "../Questions/QuestionRepo.js"
+import { questionWire } from "../Questions/QuestionWire.js"
 import { countryList } from "../Domain/Countries.js"
 import { pageScript } from "./PageScript.js"
 

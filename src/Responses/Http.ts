@@ -14,21 +14,20 @@ import { SurveyResponse } from "../Domain/Response.js"
 import type { SurveyId } from "../Domain/Ids.js"
 import { pageJson, preEncodedJson } from "../Http/PreEncoded.js"
 import { addAnswerHeaders } from "../Http/RequestId.js"
-import { isApiQuestion, QuestionRepo } from "../Questions/QuestionRepo.js"
+import { QuestionReads } from "../Questions/QuestionReads.js"
+import { isApiQuestion } from "../Questions/QuestionWire.js"
 import { SurveyAccess } from "../Surveys/SurveyAccess.js"
 import { isCsvList, ResponseExportParams, ResponsePage } from "./Api.js"
-import { csvResponse } from "./Csv.js"
-import { CsvExportRepo } from "./CsvExportRepo.js"
 import { EXPORT_RETRY_AFTER_SECONDS, ExportSlots } from "./ExportSlots.js"
 import { ResponseDeletion } from "./ResponseDeletion.js"
-import { type ListOrder, ResponseRepo } from "./ResponseRepo.js"
+import type { ListOrder } from "./ResponseRepo.js"
+import { ResponseReads } from "./ResponseReads.js"
 
 export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =>
   Effect.gen(function*() {
     const access = yield* SurveyAccess
-    const responses = yield* ResponseRepo
-    const questions = yield* QuestionRepo
-    const exports = yield* CsvExportRepo
+    const responses = yield* ResponseReads
+    const questions = yield* QuestionReads
     const slots = yield* ExportSlots
     const deletion = yield* ResponseDeletion
     /** The survey, once the key may read it and the filters go together. */
@@ -50,7 +49,7 @@ export const ResponsesLive = HttpApiBuilder.group(Api, "responses", (handlers) =
       // its end, failed, or cancelled by a client that went away.
       yield* Effect.tapError(slots.hold((yield* CurrentKey).accountId), () => retryLater)
       const columns = (yield* questions.listForSurvey(surveyId)).filter(isApiQuestion)
-      return csvResponse(exports, {
+      return responses.csv({
         surveyId,
         questions: columns,
         status: filters.status ?? "all",

@@ -1,8 +1,7 @@
 import { Array as Arr, Effect } from "effect"
-import { AggregateRepo } from "../Analytics/AggregateRepo.js"
-import { forgetContributions, RebuildRepo } from "../Analytics/RebuildRepo.js"
+import { CounterAdjustments } from "../Analytics/CounterAdjustments.js"
 import type { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
-import { OutboxRepo } from "../Events/OutboxRepo.js"
+import { Outbox } from "../Events/Outbox.js"
 import { requestHash, scopeText } from "../Http/Idempotency.js"
 import { batchCommitted, Transactions, WorkBatches } from "../Sql/Transactions.js"
 import { type Doomed, ResponseDeletionRepo } from "./ResponseDeletionRepo.js"
@@ -23,12 +22,8 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
   effect: Effect.gen(function*() {
     const transactions = yield* Transactions
     const repo = yield* ResponseDeletionRepo
-    const aggregates = yield* AggregateRepo
-    const rebuilds = yield* RebuildRepo
-    const outbox = yield* OutboxRepo
-
-    /** Subtracts what the responses contributed to the stored counters they are counted in. */
-    const subtractContributions = (ids: ReadonlyArray<ResponseId>) => forgetContributions(aggregates, rebuilds, ids)
+    const counters = yield* CounterAdjustments
+    const outbox = yield* Outbox
 
     /** Rewrites every stored payload that carries one of the responses. */
     const reducePayloads = (doomed: ReadonlyArray<Doomed>) =>
@@ -57,7 +52,7 @@ export class ResponseDeletion extends Effect.Service<ResponseDeletion>()("Respon
       Effect.gen(function*() {
         if (doomed.length === 0) return
         const ids = doomed.map((d) => d.id)
-        yield* subtractContributions(ids)
+        yield* counters.forget(ids)
         const bySurvey = Object.values(Arr.groupBy(doomed, (d) => d.surveyId))
         // The surveys' clock rows before the events, as a save stamps before it appends its events
         // (src/Responses/ChangeClockRepo.ts): a save holding a clock row may queue for the events'

@@ -4,10 +4,10 @@ import { makeId, ResponseId, type SurveyId, type WorkspaceId } from "../Domain/I
 import { type RespondentContext, tokenRefused } from "../Domain/Respondent.js"
 import { SurveyResponse } from "../Domain/Response.js"
 import { toIso } from "../Domain/Time.js"
-import { OutboxRepo } from "../Events/OutboxRepo.js"
+import { Outbox } from "../Events/Outbox.js"
 import type { QuestionRow } from "../Questions/QuestionRepo.js"
 import { type DatabaseError, Transactions } from "../Sql/Transactions.js"
-import { SurveyRepo } from "../Surveys/SurveyRepo.js"
+import { SurveyReads } from "../Surveys/SurveyReads.js"
 import { answerDocument } from "./AnswerDocumentRepo.js"
 import { type CheckedAnswer, missingRequired, validateAnswers, type ValidationQuestion } from "./AnswerValidation.js"
 import { ChangeClockRepo } from "./ChangeClockRepo.js"
@@ -57,9 +57,9 @@ export class ResponseWriter extends Effect.Service<ResponseWriter>()("Responses/
     const transactions = yield* Transactions
     const saves = yield* ResponseWriteRepo
     const changeClock = yield* ChangeClockRepo
-    const surveys = yield* SurveyRepo
+    const surveys = yield* SurveyReads
     const responses = yield* ResponseRepo
-    const outbox = yield* OutboxRepo
+    const outbox = yield* Outbox
 
     /**
      * The token was checked before the save's transaction began: read again inside it, so that an

@@ -13,12 +13,12 @@ import { Survey } from "../Domain/Survey.js"
 import { preEncoded } from "../Http/PreEncoded.js"
 import { SurveyPage } from "./Api.js"
 import { SurveyAccess } from "./SurveyAccess.js"
-import { SurveyRepo } from "./SurveyRepo.js"
+import { SurveyReads } from "./SurveyReads.js"
 import { etagOf } from "./SurveyVersion.js"
 
 export const SurveysLive = HttpApiBuilder.group(Api, "surveys", (handlers) =>
   Effect.gen(function*() {
-    const repo = yield* SurveyRepo
+    const repo = yield* SurveyReads
     const access = yield* SurveyAccess
     return handlers
       // A chain of effects, not a generator: the measured shortcut of this file's header.

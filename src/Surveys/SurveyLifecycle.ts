@@ -1,6 +1,6 @@
 import { Clock, Data, Effect, Option } from "effect"
 import type { SurveyId } from "../Domain/Ids.js"
-import { OutboxRepo } from "../Events/OutboxRepo.js"
+import { Outbox } from "../Events/Outbox.js"
 import { Transactions } from "../Sql/Transactions.js"
 import { SurveyRepo } from "./SurveyRepo.js"
 import { nextUpdatedAt } from "./SurveyVersion.js"
@@ -37,7 +37,7 @@ export class SurveyLifecycle extends Effect.Service<SurveyLifecycle>()("Surveys/
   effect: Effect.gen(function*() {
     const transactions = yield* Transactions
     const surveys = yield* SurveyRepo
-    const outbox = yield* OutboxRepo
+    const outbox = yield* Outbox
 
     const apply = Effect.fn("SurveyLifecycle.apply")(function*(surveyId: SurveyId, action: LifecycleAction) {
       // The move locks the survey's row, which a save of a new response takes last, and appends
