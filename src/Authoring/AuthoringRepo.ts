@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { StoredQuestionType } from "../Domain/Question.js"
 import type { SurveyId, WorkspaceId } from "../Domain/Ids.js"
 import { QuestionColumns } from "../Questions/QuestionRepo.js"
-import type { RowOf } from "../Sql/Rows.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
 export interface NewSurvey {
   readonly id: SurveyId
@@ -16,18 +16,14 @@ export interface NewSurvey {
 /** A question as authoring stores it: a question row but for its survey and deletion; `position` is 1-based. */
 export type QuestionWrite = Omit<RowOf<typeof QuestionColumns.fields>, "surveyId" | "deleted">
 
-const StoredQuestions = Schema.Array(Schema.Struct({
-  id: Schema.String,
-  type: StoredQuestionType,
-  deleted: Schema.transform(Schema.Number, Schema.Boolean, {
-    strict: true,
-    decode: (n) => n !== 0,
-    encode: (b) => (b ? 1 : 0)
-  })
-}))
-export type StoredQuestion = typeof StoredQuestions.Type[number]
+const StoredQuestionColumns = rowShape({
+  id: column.text("id"),
+  type: column.oneOf("type", StoredQuestionType.literals),
+  deleted: column.map(column.num("deleted"), (deleted) => deleted !== 0)
+})
+export type StoredQuestion = RowOf<typeof StoredQuestionColumns.fields>
 
-const QuestionIds = Schema.Array(Schema.Struct({ questionId: Schema.String }))
+const AnsweredColumns = rowShape({ questionId: column.text("a.question_id") })
 
 const bool = (b: boolean) => (b ? 1 : 0)
 
@@ -71,8 +67,8 @@ export class AuthoringRepo extends Effect.Service<AuthoringRepo>()("Authoring/Au
 
     /** Every question row of the survey, deleted ones included (their ids still name answers). */
     const questionsOf = (surveyId: SurveyId) =>
-      sql`SELECT id, type, deleted FROM questions WHERE survey_id = ${surveyId}`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(StoredQuestions)),
+      sql`SELECT ${sql.literal(StoredQuestionColumns.columns)} FROM questions WHERE survey_id = ${surveyId}`.values.pipe(
+        Effect.map((rows) => rows.map(StoredQuestionColumns.read)),
         Effect.orDie
       )
 
@@ -80,11 +76,10 @@ export class AuthoringRepo extends Effect.Service<AuthoringRepo>()("Authoring/Au
     const answered = (surveyId: SurveyId, questionIds: ReadonlyArray<string>) =>
       questionIds.length === 0
         ? Effect.succeed(new Set<string>())
-        : sql`SELECT DISTINCT a.question_id FROM answers a JOIN responses r ON r.id = a.response_id
-            WHERE r.survey_id = ${surveyId} AND a.question_id IN ${sql.in(questionIds)}`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(QuestionIds)),
-          Effect.orDie,
-          Effect.map((rows) => new Set(rows.map((r) => r.questionId)))
+        : sql`SELECT DISTINCT ${sql.literal(AnsweredColumns.columns)} FROM answers a JOIN responses r ON r.id = a.response_id
+            WHERE r.survey_id = ${surveyId} AND a.question_id IN ${sql.in(questionIds)}`.values.pipe(
+          Effect.map((rows) => new Set(rows.map(AnsweredColumns.at.questionId))),
+          Effect.orDie
         )
 
     /** Writes the questions, each new or replacing the row of its id (a deleted one comes back). */

@@ -1,16 +1,13 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { column, rowShape } from "../Sql/Rows.js"
+
+const NextRun = rowShape({ nextRunAt: column.num("next_run_at") })
 
 /** The rows of `job_leases` (migration 0012): one per job, with its holder, its lease and its next period. */
 export class JobLeaseStore extends Effect.Service<JobLeaseStore>()("Background/JobLeaseStore", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-
-    const readNextRun = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: Schema.Struct({ nextRunAt: Schema.Number }),
-      execute: (name) => sql`SELECT next_run_at FROM job_leases WHERE name = ${name}`
-    })
 
     const ensure = (name: string) =>
       sql`INSERT INTO job_leases (name, holder, lease_until, next_run_at) VALUES (${name}, NULL, 0, 0)
@@ -41,8 +38,8 @@ export class JobLeaseStore extends Effect.Service<JobLeaseStore>()("Background/J
 
     /** When the next period of `name` starts (0 for a job that never ran). */
     const nextRunAt = (name: string) =>
-      readNextRun(name).pipe(
-        Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.nextRunAt })),
+      sql`SELECT ${sql.literal(NextRun.columns)} FROM job_leases WHERE name = ${name}`.values.pipe(
+        Effect.map((rows) => rows[0] === undefined ? 0 : NextRun.at.nextRunAt(rows[0])),
         Effect.orDie
       )
 

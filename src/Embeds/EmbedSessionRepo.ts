@@ -1,33 +1,34 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
-import { SurveyId, WorkspaceId } from "../Domain/Ids.js"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { surveyId, workspaceId } from "../Domain/Ids.js"
+import { Reader } from "../Sql/Reader.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
 /** An embed session as stored: its token only as a hash. */
-export class EmbedSessionRow extends Schema.Class<EmbedSessionRow>("EmbedSessionRow")({
-  id: Schema.String,
-  surveyId: SurveyId,
-  workspaceId: WorkspaceId,
-  externalUserId: Schema.String,
-  expiresAt: Schema.String,
-  consumedAt: Schema.NullOr(Schema.String)
-}) {}
+const EmbedSessionColumns = rowShape({
+  id: column.text("id"),
+  surveyId: column.map(column.text("survey_id"), surveyId),
+  workspaceId: column.map(column.text("workspace_id"), workspaceId),
+  externalUserId: column.text("external_user_id"),
+  expiresAt: column.text("expires_at"),
+  consumedAt: column.nullableText("consumed_at")
+})
+export type EmbedSessionRow = RowOf<typeof EmbedSessionColumns.fields>
+
+const byHash = `SELECT ${EmbedSessionColumns.columns} FROM embed_sessions WHERE token_hash = ?`
 
 /** The rows of `embed_sessions`. */
 export class EmbedSessionRepo extends Effect.Service<EmbedSessionRepo>()("Embeds/EmbedSessionRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const reader = yield* Reader
 
-    const byHash = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: EmbedSessionRow,
-      execute: (tokenHash) =>
-        sql`SELECT id, survey_id, workspace_id, external_user_id, expires_at, consumed_at
-            FROM embed_sessions WHERE token_hash = ${tokenHash}`
-    })
-
-    /** The session whose token has this hash. */
+    /** The session whose token has this hash (on the path of every embed load: the reader's connection). */
     const findByTokenHash = (tokenHash: string): Effect.Effect<Option.Option<EmbedSessionRow>> =>
-      byHash(tokenHash).pipe(Effect.orDie)
+      reader.values(byHash, [tokenHash]).pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), EmbedSessionColumns.read)),
+        Effect.orDie
+      )
 
     const insert = (session: {
       readonly id: string

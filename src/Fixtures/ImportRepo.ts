@@ -1,14 +1,21 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { StoredQuestionType } from "../Domain/Question.js"
 import { refreshAnswerDocuments } from "../Responses/AnswerDocumentRepo.js"
+import { column, rowShape } from "../Sql/Rows.js"
 import type { Fixture } from "./Fixture.js"
 
 type Row<K extends keyof Fixture> = Fixture[K][number]
 
 const bool = (b: boolean) => (b ? 1 : 0)
 
-const QuestionTypes = Schema.Array(Schema.Struct({ id: Schema.String, surveyId: Schema.String, type: StoredQuestionType }))
+const QuestionTypes = rowShape({
+  id: column.text("id"),
+  surveyId: column.text("survey_id"),
+  type: column.oneOf("type", StoredQuestionType.literals)
+})
+const Ids = rowShape({ id: column.text("id") })
+const ResponseSurveys = rowShape({ id: column.text("id"), surveyId: column.text("survey_id") })
 
 /** A stored answer as the import writes it: the value in its column form and the values as JSON. */
 export type ImportedAnswer = {
@@ -94,8 +101,9 @@ export class ImportRepo extends Effect.Service<ImportRepo>()("Fixtures/ImportRep
 
     /** The stored questions' types of these surveys. */
     const questionTypes = (surveyIds: ReadonlyArray<string>) =>
-      sql`SELECT id, survey_id, type FROM questions WHERE survey_id IN ${sql.in(surveyIds)}`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(QuestionTypes))
+      Effect.map(
+        sql`SELECT ${sql.literal(QuestionTypes.columns)} FROM questions WHERE survey_id IN ${sql.in(surveyIds)}`.values,
+        (rows) => rows.map(QuestionTypes.read)
       )
 
     /** Stores responses with none of their answers, each with a change at `now`. */
@@ -133,15 +141,16 @@ export class ImportRepo extends Effect.Service<ImportRepo>()("Fixtures/ImportRep
 
     /** Those of the surveys that are stored. */
     const storedSurveys = (surveyIds: ReadonlyArray<string>) =>
-      sql`SELECT id FROM surveys WHERE id IN ${sql.in(surveyIds)}`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
-        Effect.map((rows) => rows.map((row) => row.id))
+      Effect.map(
+        sql`SELECT ${sql.literal(Ids.columns)} FROM surveys WHERE id IN ${sql.in(surveyIds)}`.values,
+        (rows) => rows.map(Ids.at.id)
       )
 
     /** The surveys of those of the responses that are stored. */
     const storedResponses = (responseIds: ReadonlyArray<string>) =>
-      sql`SELECT id, survey_id FROM responses WHERE id IN ${sql.in(responseIds)}`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String, surveyId: Schema.String }))))
+      Effect.map(
+        sql`SELECT ${sql.literal(ResponseSurveys.columns)} FROM responses WHERE id IN ${sql.in(responseIds)}`.values,
+        (rows) => rows.map(ResponseSurveys.read)
       )
 
     /** Adds `delta` to the survey's response count. */

@@ -1,5 +1,5 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import { isDatabaseUnavailable, isPgPoolExhausted } from "../Sql/Busy.js"
 import { Reader } from "../Sql/Reader.js"
 import { column, rowShape } from "../Sql/Rows.js"
@@ -13,6 +13,12 @@ const DayCount = rowShape({ count: column.num("count") })
 const LockedDay = rowShape({ accountId: column.text("account_id"), count: column.num("count") })
 const Stored = rowShape({ accountId: column.text("account_id"), atMs: column.num("at_ms"), count: column.num("count") })
 const dayCountSql = `SELECT ${DayCount.columns} FROM usage_daily WHERE account_id = ? AND day = ?`
+// The three counts in one round trip: (account, day, first and last day of the month, burst window start).
+const Counts = rowShape({ today: column.num("today"), thisMonth: column.num("this_month"), inBurst: column.num("in_burst") })
+const countsSql = `SELECT
+    COALESCE((SELECT count FROM usage_daily WHERE account_id = ?1 AND day = ?2), 0) AS today,
+    (SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = ?1 AND day >= ?3 AND day <= ?4) AS this_month,
+    (SELECT COALESCE(SUM(count), 0) FROM usage_burst WHERE account_id = ?1 AND at_ms > ?5) AS in_burst`
 
 /**
  * The counters in the service's PostgreSQL database, through its client: a batch's transaction
@@ -28,17 +34,6 @@ export const makePgUsageStore = Effect.gen(function*() {
       // No pooled connection came free: the limiter answers it as such (src/Quota/RateLimiter.ts).
       isDatabaseUnavailable(error) && !isPgPoolExhausted(error) ? Effect.fail(storeBusy()) : Effect.die(error))
 
-  // The three counts in one round trip.
-  const allCounts = SqlSchema.single({
-    Request: Schema.Struct({ accountId: Schema.String, day: Schema.String, month: Schema.String, after: Schema.Number }),
-    Result: Schema.Struct({ today: Schema.Number, thisMonth: Schema.Number, inBurst: Schema.Number }),
-    execute: ({ accountId, after, day, month }) =>
-      sql`SELECT
-            COALESCE((SELECT count FROM usage_daily WHERE account_id = ${accountId} AND day = ${day}), 0) AS today,
-            (SELECT COALESCE(SUM(count), 0) FROM usage_daily
-              WHERE account_id = ${accountId} AND day >= ${`${month}-01`} AND day <= ${`${month}-31`}) AS this_month,
-            (SELECT COALESCE(SUM(count), 0) FROM usage_burst WHERE account_id = ${accountId} AND at_ms > ${after}) AS in_burst`
-  })
   /**
    * Every account's day row of a batch, locked in one statement: a write, so that the rows stay
    * locked until commit, in one order in every process (the ids' bytes: two batches holding the
@@ -80,12 +75,17 @@ export const makePgUsageStore = Effect.gen(function*() {
     )
   }
 
-  const counts = (accountId: string, now: number, windowMs: number) =>
-    allCounts({ accountId, day: utcDay(now), month: utcMonth(now), after: now - windowMs }).pipe(
-      Effect.map((row): UsageCounts => row),
+  // On `/usage` when this process's counters are not current: the reader's pooled, prepared read.
+  const counts = (accountId: string, now: number, windowMs: number) => {
+    const month = utcMonth(now)
+    return reader.values(countsSql, [accountId, utcDay(now), `${month}-01`, `${month}-31`, now - windowMs]).pipe(
+      Effect.flatMap((rows) =>
+        rows[0] === undefined ? Effect.dieMessage("The usage counts answered no row") : Effect.succeed<UsageCounts>(Counts.read(rows[0]))
+      ),
       busyOrDie,
       Effect.withSpan("UsageStore.counts")
     )
+  }
 
   const settle = (now: number, accounts: ReadonlyArray<BatchAccount>, decider: Decider) =>
     Effect.gen(function*() {

@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite"
 import { existsSync } from "node:fs"
-import { num } from "../Sql/Rows.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 import { utcMonth } from "./Calendar.js"
 
 /**
@@ -92,7 +92,12 @@ export const openQuotaFile = (databasePath: string, busyTimeoutMs: number): Quot
   }
 }
 
-const userVersion = (db: Database): number => num(db.query("PRAGMA user_version").values()[0] ?? [0], 0, "user_version")
+const UserVersion = rowShape({ userVersion: column.num("user_version") })
+
+const userVersion = (db: Database): number => {
+  const row = db.query("PRAGMA user_version").values()[0]
+  return row === undefined ? 0 : UserVersion.at.userVersion(row)
+}
 
 /** Adds `count` requests to an account's UTC day: (account_id, day, count). */
 export const addDailySql = `INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, ?)
@@ -113,10 +118,23 @@ export const recentRows = (now: number) => {
   return { dailyFrom: `${utcMonth(month.getTime())}-01`, burstAfter: now - 86_400_000 }
 }
 
-/** A row of the main file's `usage_daily` (account, UTC day, count). */
-export type DailyRow = readonly [accountId: string, day: string, count: number]
-/** A row of the main file's `usage_burst` (account, epoch ms, count). */
-export type BurstRow = readonly [accountId: string, atMs: number, count: number]
+/** A row of the main file's `usage_daily`: an account's count of a UTC day (`period`). */
+export const DailyColumns = rowShape({
+  accountId: column.text("account_id"),
+  period: column.text("day"),
+  count: column.num("count")
+})
+export type DailyRow = RowOf<typeof DailyColumns.fields>
+/** A row of the main file's `usage_burst`: an account's count of an epoch millisecond (`period`). */
+export const BurstColumns = rowShape({
+  accountId: column.text("account_id"),
+  period: column.num("at_ms"),
+  count: column.num("count")
+})
+export type BurstRow = RowOf<typeof BurstColumns.fields>
+
+/** A count as taken over (`taken_over_*`). */
+const TakenCount = rowShape({ count: column.num("count") })
 
 /** What one `takeOver` added to the quota file. */
 export interface TakenOver {
@@ -160,17 +178,17 @@ const takeOverRows = (
   db: Database,
   table: "usage_daily" | "usage_burst",
   period: "day" | "at_ms",
-  rows: ReadonlyArray<readonly [string, string | number, number]>
+  rows: ReadonlyArray<DailyRow | BurstRow>
 ): number => {
   const ledger = table === "usage_daily" ? "taken_over_daily" : "taken_over_burst"
-  const taken = db.query(`SELECT count FROM ${ledger} WHERE account_id = ? AND ${period} = ?`)
+  const taken = db.query(`SELECT ${TakenCount.columns} FROM ${ledger} WHERE account_id = ? AND ${period} = ?`)
   const record = db.query(`INSERT INTO ${ledger} (account_id, ${period}, count) VALUES (?, ?, ?)
     ON CONFLICT (account_id, ${period}) DO UPDATE SET count = excluded.count`)
   const add = db.query(table === "usage_daily" ? addDailySql : addBurstSql)
   let added = 0
-  for (const [accountId, at, count] of rows) {
+  for (const { accountId, count, period: at } of rows) {
     const before = taken.values(accountId, at)[0]
-    const more = count - (before === undefined ? 0 : num(before, 0, "count"))
+    const more = count - (before === undefined ? 0 : TakenCount.at.count(before))
     if (more <= 0) continue
     add.run(accountId, at, more)
     record.run(accountId, at, count)

@@ -3,15 +3,15 @@ import type { Database } from "bun:sqlite"
 import { Clock, Effect, Schedule } from "effect"
 import type { ServiceUnavailable } from "../Domain/Errors.js"
 import { isSqliteBusy } from "../Sql/Busy.js"
-import { nullableNum, num, text } from "../Sql/Rows.js"
+import { column, rowShape } from "../Sql/Rows.js"
 import { inBatches } from "../Sql/Transactions.js"
 import type { StoredUsage } from "./AccountUsage.js"
 import { utcDay, utcMonth } from "./Calendar.js"
 import {
   addBurstSql,
   addDailySql,
-  type BurstRow,
-  type DailyRow,
+  BurstColumns,
+  DailyColumns,
   openQuotaFile,
   openQuotaMemory,
   quotaFilePath,
@@ -25,17 +25,31 @@ import type { BatchAccount, Decider, UsageCounts, UsageStoreShape } from "./Usag
 /** How long the store's own SQLite connection waits for a lock at a time (it blocks the thread meanwhile). */
 const WAIT_MS = 2
 
+/** A row of `PRAGMA database_list`: an attached database and its file ("" in memory). */
+const AttachedDatabase = rowShape({ seq: column.num("seq"), name: column.text("name"), file: column.nullableText("file") })
+
 /** The name SQLite gives the file of a connection's main database; undefined in memory. */
 export const mainFilePath = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql.unsafe("PRAGMA database_list").values
   for (const row of rows) {
-    if (row[1] === "main") {
-      const file = row[2]
-      return typeof file === "string" && file !== "" ? file : undefined
+    if (AttachedDatabase.at.name(row) === "main") {
+      const file = AttachedDatabase.at.file(row)
+      return file !== null && file !== "" ? file : undefined
     }
   }
   return undefined
+})
+
+// The quota file's reads: a day's count (also what locking the day's row answers), the month's
+// sum, the burst window's rows, and the three counts together.
+const DayCount = rowShape({ count: column.num("count") })
+const MonthCount = rowShape({ count: column.num("COALESCE(SUM(count), 0)") })
+const Stamp = rowShape({ atMs: column.num("at_ms"), count: column.num("count") })
+const Counts = rowShape({
+  today: column.map(column.nullableNum("today"), (today) => today ?? 0),
+  thisMonth: column.num("this_month"),
+  inBurst: column.num("in_burst")
 })
 
 /**
@@ -47,14 +61,16 @@ export const takeOverMainCounts = (quota: Database, now: number, everything: boo
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const recent = recentRows(now)
+    const dailyColumns = sql.literal(DailyColumns.columns)
+    const burstColumns = sql.literal(BurstColumns.columns)
     const dailyRows = yield* (everything
-      ? sql`SELECT account_id, day, count FROM usage_daily`
-      : sql`SELECT account_id, day, count FROM usage_daily WHERE day >= ${recent.dailyFrom}`).values
+      ? sql`SELECT ${dailyColumns} FROM usage_daily`
+      : sql`SELECT ${dailyColumns} FROM usage_daily WHERE day >= ${recent.dailyFrom}`).values
     const burstRows = yield* (everything
-      ? sql`SELECT account_id, at_ms, count FROM usage_burst`
-      : sql`SELECT account_id, at_ms, count FROM usage_burst WHERE at_ms > ${recent.burstAfter}`).values
-    const daily = dailyRows.map((row): DailyRow => [text(row, 0, "account_id"), text(row, 1, "day"), num(row, 2, "count")])
-    const burst = burstRows.map((row): BurstRow => [text(row, 0, "account_id"), num(row, 1, "at_ms"), num(row, 2, "count")])
+      ? sql`SELECT ${burstColumns} FROM usage_burst`
+      : sql`SELECT ${burstColumns} FROM usage_burst WHERE at_ms > ${recent.burstAfter}`).values
+    const daily = dailyRows.map(DailyColumns.read)
+    const burst = burstRows.map(BurstColumns.read)
     if (daily.length === 0 && burst.length === 0) return { daily: 0, burst: 0 } satisfies TakenOver
     return takeOver(quota, { daily, burst }, { keepDailyFrom: recent.dailyFrom, keepBurstAfter: recent.burstAfter })
   })
@@ -110,17 +126,18 @@ export const makeQuotaFileStore = (busyTimeoutMs: number) =>
     const db = yield* openCounters(busyTimeoutMs)
     db.exec(`PRAGMA busy_timeout = ${WAIT_MS}`)
     const lastPruned = new Map<string, number>()
-    const dayCount = db.query("SELECT count FROM usage_daily WHERE account_id = ? AND day = ?")
+    const dayCount = db.query(`SELECT ${DayCount.columns} FROM usage_daily WHERE account_id = ? AND day = ?`)
     const monthCount = db.query(
-      "SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = ? AND day >= ? AND day <= ?"
+      `SELECT ${MonthCount.columns} FROM usage_daily WHERE account_id = ? AND day >= ? AND day <= ?`
     )
-    const burstRows = db.query("SELECT at_ms, count FROM usage_burst WHERE account_id = ? AND at_ms > ? ORDER BY at_ms")
+    const burstRows = db.query(`SELECT ${Stamp.columns} FROM usage_burst WHERE account_id = ? AND at_ms > ? ORDER BY at_ms`)
+    // Read by `Counts`: today's count (null without a row), the month's, the burst window's.
     const allCounts = db.query(`SELECT
         (SELECT count FROM usage_daily WHERE account_id = ?1 AND day = ?2),
         (SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE account_id = ?1 AND day >= ?3 AND day <= ?4),
         (SELECT COALESCE(SUM(count), 0) FROM usage_burst WHERE account_id = ?1 AND at_ms > ?5)`)
     const lockDay = db.query(`INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, 0)
-      ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count RETURNING count`)
+      ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count RETURNING ${DayCount.columns}`)
     const addDay = db.query(addDailySql)
     const addStamp = db.query(addBurstSql)
     const pruneStamps = db.query("DELETE FROM usage_burst WHERE account_id = ? AND at_ms <= ?")
@@ -132,17 +149,14 @@ export const makeQuotaFileStore = (busyTimeoutMs: number) =>
 
     const dayCountNow = (accountId: string, now: number) => {
       const row = dayCount.values(accountId, utcDay(now))[0]
-      return row === undefined ? 0 : num(row, 0, "count")
+      return row === undefined ? 0 : DayCount.at.count(row)
     }
 
     const loadNow = (accountId: string, now: number, windowMs: number): StoredUsage => {
       const month = utcMonth(now)
       const thisMonth = monthCount.values(accountId, `${month}-01`, `${month}-31`)[0] ?? []
-      const rows = burstRows.values(accountId, now - windowMs).map((row) => ({
-        atMs: num(row, 0, "at_ms"),
-        count: num(row, 1, "count")
-      }))
-      return storedUsage(dayCountNow(accountId, now), num(thisMonth, 0, "count"), rows)
+      const rows = burstRows.values(accountId, now - windowMs).map(Stamp.read)
+      return storedUsage(dayCountNow(accountId, now), MonthCount.at.count(thisMonth), rows)
     }
 
     // The transaction holds the file's one write lock from BEGIN IMMEDIATE: the accounts need no order.
@@ -151,7 +165,7 @@ export const makeQuotaFileStore = (busyTimeoutMs: number) =>
       try {
         const reloaded = new Map<string, StoredUsage>()
         for (const { accountId, windowMs } of accounts) {
-          const locked = num(lockDay.values(accountId, utcDay(now))[0] ?? [], 0, "count")
+          const locked = DayCount.at.count(lockDay.values(accountId, utcDay(now))[0] ?? [])
           if (!decider.current(accountId, locked)) reloaded.set(accountId, loadNow(accountId, now, windowMs))
         }
         const { days, stamps, windows } = aggregate(decider.decide(reloaded))
@@ -170,12 +184,7 @@ export const makeQuotaFileStore = (busyTimeoutMs: number) =>
 
     const countsNow = (accountId: string, now: number, windowMs: number): UsageCounts => {
       const month = utcMonth(now)
-      const row = allCounts.values(accountId, utcDay(now), `${month}-01`, `${month}-31`, now - windowMs)[0] ?? []
-      return {
-        today: nullableNum(row, 0, "today") ?? 0,
-        thisMonth: num(row, 1, "this_month"),
-        inBurst: num(row, 2, "in_burst")
-      }
+      return Counts.read(allCounts.values(accountId, utcDay(now), `${month}-01`, `${month}-31`, now - windowMs)[0] ?? [])
     }
 
     /**

@@ -1,20 +1,22 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
-import { SurveyId } from "../Domain/Ids.js"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { surveyId } from "../Domain/Ids.js"
 import { RespondentContext } from "../Domain/Respondent.js"
+import { Reader } from "../Sql/Reader.js"
+import { column, rowShape } from "../Sql/Rows.js"
 import { inBatches } from "../Sql/Transactions.js"
 
-/** A stored respondent token as read. */
-const StoredToken = Schema.Struct({
-  tokenHash: Schema.String,
-  surveyId: SurveyId,
-  externalUserId: Schema.NullOr(Schema.String),
-  singleResponse: Schema.Number
+/** A stored respondent token as read: the respondent it stands for. */
+const StoredToken = rowShape({
+  tokenHash: column.text("token_hash"),
+  surveyId: column.map(column.text("survey_id"), surveyId),
+  externalUserId: column.nullableText("external_user_id"),
+  singleResponse: column.map(column.num("single_response"), (single) => single !== 0)
 })
+const byHash = `SELECT ${StoredToken.columns} FROM respondent_tokens WHERE token_hash = ? AND expires_at > ?`
 
-const KeyRow = Schema.Struct({ secret: Schema.String })
-const DeletedTokens = Schema.Array(Schema.Struct({ tokenHash: Schema.String }))
-const DeletedSessions = Schema.Array(Schema.Struct({ id: Schema.String }))
+const SigningKey = rowShape({ secret: column.text("secret") })
+const SessionIds = rowShape({ id: column.text("id") })
 
 /** A respondent token to store (hashed), with its embed session. */
 export interface StoredRespondentToken {
@@ -34,38 +36,25 @@ export interface StoredRespondentToken {
 export class RespondentTokenRepo extends Effect.Service<RespondentTokenRepo>()("Respondents/RespondentTokenRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-
-    const signingKey = SqlSchema.single({
-      Request: Schema.Void,
-      Result: KeyRow,
-      execute: () => sql`SELECT secret FROM service_secrets WHERE name = 'respondent-token'`
-    })
-
-    const find = SqlSchema.findOne({
-      Request: Schema.Struct({ tokenHash: Schema.String, now: Schema.String }),
-      Result: StoredToken,
-      execute: (r) =>
-        sql`SELECT token_hash, survey_id, external_user_id, single_response FROM respondent_tokens
-            WHERE token_hash = ${r.tokenHash} AND expires_at > ${r.now}`
-    })
-
-    const counted = <A>(rows: Schema.Schema<ReadonlyArray<A>>) => (found: ReadonlyArray<unknown>) =>
-      Effect.map(Schema.decodeUnknown(rows)(found), (deleted) => deleted.length)
+    const reader = yield* Reader
 
     return {
       /** The secret that signs survey pages' tokens (base64url). */
-      signingKey: signingKey(undefined).pipe(Effect.map((row) => row.secret), Effect.orDie),
-      /** The respondent of a stored token that has not expired by `now`. */
+      signingKey: sql`SELECT ${sql.literal(SigningKey.columns)} FROM service_secrets WHERE name = 'respondent-token'`.values
+        .pipe(
+          Effect.flatMap((rows) =>
+            rows[0] === undefined
+              ? Effect.dieMessage("The respondent token signing key is not stored")
+              : Effect.succeed(SigningKey.at.secret(rows[0]))
+          ),
+          Effect.orDie
+        ),
+      /** The respondent of a stored token that has not expired by `now` (on the path of every respondent request). */
       find: (tokenHash: string, now: string) =>
-        find({ tokenHash, now }).pipe(
-          Effect.map(Option.map((row) =>
-            new RespondentContext({
-              tokenHash: row.tokenHash,
-              surveyId: row.surveyId,
-              externalUserId: row.externalUserId,
-              singleResponse: row.singleResponse !== 0
-            }, { disableValidation: true })
-          )),
+        reader.values(byHash, [tokenHash, now]).pipe(
+          Effect.map((rows) =>
+            Option.map(Option.fromNullable(rows[0]), (row) => new RespondentContext(StoredToken.read(row), { disableValidation: true }))
+          ),
           Effect.orDie
         ),
       insert: (token: StoredRespondentToken) =>
@@ -90,7 +79,7 @@ export class RespondentTokenRepo extends Effect.Service<RespondentTokenRepo>()("
           DELETE FROM respondent_tokens WHERE token_hash IN (
             SELECT token_hash FROM respondent_tokens WHERE expires_at <= ${now} ORDER BY expires_at LIMIT ${limit})
           RETURNING token_hash`.pipe(
-            Effect.flatMap(counted(DeletedTokens)),
+            Effect.map((deleted) => deleted.length),
             Effect.orDie
           )),
       /**
@@ -102,10 +91,10 @@ export class RespondentTokenRepo extends Effect.Service<RespondentTokenRepo>()("
           Effect.gen(function*() {
             // The batch's ids first, by the expiry index; then those rows by their key.
             const ids = (yield* sql`
-              SELECT id FROM embed_sessions e
+              SELECT ${sql.literal(SessionIds.columns)} FROM embed_sessions e
               WHERE e.expires_at <= ${before}
                 AND NOT EXISTS (SELECT 1 FROM respondent_tokens t WHERE t.embed_session_id = e.id)
-              ORDER BY e.expires_at LIMIT ${limit}`.pipe(Effect.flatMap(Schema.decodeUnknown(DeletedSessions)))).map((row) => row.id)
+              ORDER BY e.expires_at LIMIT ${limit}`.values).map(SessionIds.at.id)
             if (ids.length === 0) return 0
             // Checked again as they go: a token made meanwhile keeps its session.
             const deleted = yield* sql`DELETE FROM embed_sessions WHERE id IN ${sql.in(ids)}

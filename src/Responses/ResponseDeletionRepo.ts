@@ -1,36 +1,42 @@
 import { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect, Schema } from "effect"
 import { EventEnvelope } from "../Domain/Event.js"
-import { ResponseId, SurveyId, WorkspaceId } from "../Domain/Ids.js"
+import {
+  type ResponseId,
+  responseId as brandResponseId,
+  type SurveyId,
+  surveyId as brandSurveyId,
+  type WorkspaceId,
+  workspaceId as brandWorkspaceId
+} from "../Domain/Ids.js"
 import { SqlDialect } from "../Sql/Dialect.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 
 const chunk = 500
 
 /** A response about to be deleted, with what its `response.deleted` event and the clean-up need. */
-const Doomed = Schema.Struct({
-  id: ResponseId,
-  surveyId: SurveyId,
-  workspaceId: WorkspaceId,
-  externalUserId: Schema.NullOr(Schema.String)
+const DoomedColumns = rowShape({
+  id: column.map(column.text("r.id"), brandResponseId),
+  surveyId: column.map(column.text("r.survey_id"), brandSurveyId),
+  workspaceId: column.map(column.text("s.workspace_id"), brandWorkspaceId),
+  externalUserId: column.nullableText("r.external_user_id")
 })
-export type Doomed = typeof Doomed.Type
+export type Doomed = RowOf<typeof DoomedColumns.fields>
+
+/** A stored event's payload: an event envelope as JSON text. */
+const StoredPayload = Schema.parseJson(EventEnvelope)
+const decodePayload = Schema.decodeUnknownSync(StoredPayload)
+const encodePayload = Schema.encodeSync(StoredPayload)
 
 /** A stored event that may carry a response, its payload decoded. */
-const StoredEvent = Schema.Struct({ seq: Schema.Number, payload: Schema.parseJson(EventEnvelope) })
-export type StoredEvent = typeof StoredEvent.Type
-const encodePayload = Schema.encodeSync(Schema.parseJson(EventEnvelope))
+const StoredEventColumns = rowShape({
+  seq: column.num("seq"),
+  payload: column.map(column.text("payload"), decodePayload)
+})
+export type StoredEvent = RowOf<typeof StoredEventColumns.fields>
 
-const SurveyRow = Schema.Struct({ id: SurveyId })
-const EventSeq = Schema.Struct({ seq: Schema.Number })
-
-/** Rows decoded with `schema`; a row of another shape is a defect. */
-const decodeAll = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknown(Schema.Array(schema))
-  return (rows: unknown) => Effect.orDie(decode(rows))
-}
-const decodeDoomed = decodeAll(Doomed)
-const decodeStoredEvents = decodeAll(StoredEvent)
-const decodeSurveys = decodeAll(SurveyRow)
+const SurveyIds = rowShape({ id: column.map(column.text("id"), brandSurveyId) })
+const EventSeq = rowShape({ seq: column.num("seq") })
 
 /** Event types whose payload carries a response (older rows may lack `events.response_id`). */
 const responseEventTypes = ["response.completed", "response.created", "response.updated"] as const
@@ -59,22 +65,28 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
       readonly surveyId: SurveyId
       readonly responseId: ResponseId
     }) =>
-      sql`
-        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
+      Effect.map(
+        sql`
+        SELECT ${sql.literal(DoomedColumns.columns)} FROM responses r
         JOIN surveys s ON s.id = r.survey_id
         WHERE r.id = ${input.responseId} AND r.survey_id = ${input.surveyId} AND s.workspace_id = ${input.workspaceId}${locked}`
-        .pipe(Effect.flatMap(decodeDoomed))
+          .values,
+        (rows) => rows.map(DoomedColumns.read)
+      )
 
     /**
      * Up to `limit` responses of the workspace carrying the person's `externalUserId` (trashed
      * surveys included), locked.
      */
     const doomedOfPerson = (input: { readonly workspaceId: WorkspaceId; readonly externalUserId: string }, limit: number) =>
-      sql`
-        SELECT r.id, r.survey_id, s.workspace_id, r.external_user_id FROM responses r
+      Effect.map(
+        sql`
+        SELECT ${sql.literal(DoomedColumns.columns)} FROM responses r
         JOIN surveys s ON s.id = r.survey_id
         WHERE r.external_user_id = ${input.externalUserId} AND s.workspace_id = ${input.workspaceId}
-        ORDER BY r.survey_id, r.created_at, r.id LIMIT ${limit}${locked}`.pipe(Effect.flatMap(decodeDoomed))
+        ORDER BY r.survey_id, r.created_at, r.id LIMIT ${limit}${locked}`.values,
+        (rows) => rows.map(DoomedColumns.read)
+      )
 
     /**
      * Deletes the person's respondent tokens (those made for the person and those of the person's
@@ -116,8 +128,9 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
     /** The stored events linked to one of the responses. */
     const linkedEvents = (ids: ReadonlyArray<ResponseId>) =>
       Effect.forEach(Arr.chunksOf(ids, chunk), (part) =>
-        sql`SELECT seq, payload FROM events WHERE response_id IN ${sql.in(part)}`.pipe(
-          Effect.flatMap(decodeStoredEvents)
+        Effect.map(
+          sql`SELECT ${sql.literal(StoredEventColumns.columns)} FROM events WHERE response_id IN ${sql.in(part)}`.values,
+          (rows) => rows.map(StoredEventColumns.read)
         )).pipe(Effect.map(Arr.flatten))
 
     /**
@@ -125,9 +138,9 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
      * response event stored since events were linked is linked, so those that are not all come
      * before it (and are gone 30 days after the upgrade that linked them, with their retention).
      */
-    const firstLinkedSeq = sql`SELECT seq FROM events WHERE response_id IS NOT NULL ORDER BY seq LIMIT 1`.pipe(
-      Effect.flatMap(decodeAll(EventSeq)),
-      Effect.map((rows) => rows[0]?.seq ?? null)
+    const firstLinkedSeq = Effect.map(
+      sql`SELECT ${sql.literal(EventSeq.columns)} FROM events WHERE response_id IS NOT NULL ORDER BY seq LIMIT 1`.values,
+      (rows) => rows[0] === undefined ? null : EventSeq.at.seq(rows[0])
     )
 
     /**
@@ -137,12 +150,12 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
      */
     const unlinkedEvents = (surveyId: SurveyId, before: number | null) =>
       (before === null
-        ? sql`SELECT seq, payload FROM events
+        ? sql`SELECT ${sql.literal(StoredEventColumns.columns)} FROM events
             WHERE survey_id = ${surveyId} AND response_id IS NULL AND type IN ${sql.in(responseEventTypes)}`
-        : sql`SELECT seq, payload FROM events
+        : sql`SELECT ${sql.literal(StoredEventColumns.columns)} FROM events
             WHERE survey_id = ${surveyId} AND seq < ${before} AND response_id IS NULL AND type IN ${
           sql.in(responseEventTypes)
-        }`).pipe(Effect.flatMap(decodeStoredEvents))
+        }`).values.pipe(Effect.map((rows) => rows.map(StoredEventColumns.read)))
 
     /** Replaces a stored event's payload. */
     const replacePayload = (seq: number, payload: EventEnvelope) =>
@@ -168,9 +181,9 @@ export class ResponseDeletionRepo extends Effect.Service<ResponseDeletionRepo>()
 
     /** The ids of the workspace's surveys, trashed ones included. */
     const surveysOf = (workspaceId: WorkspaceId) =>
-      sql`SELECT id FROM surveys WHERE workspace_id = ${workspaceId}`.pipe(
-        Effect.flatMap(decodeSurveys),
-        Effect.map(Arr.map((row) => row.id))
+      Effect.map(
+        sql`SELECT ${sql.literal(SurveyIds.columns)} FROM surveys WHERE workspace_id = ${workspaceId}`.values,
+        (rows) => rows.map(SurveyIds.at.id)
       )
 
     /** Deletes the remembered answers of the scope's requests with these hashes. */

@@ -1,6 +1,7 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Duration, Effect, Option, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Option } from "effect"
 import { migrations } from "./Migrations.js"
+import { column, rowShape } from "./Rows.js"
 
 /** Why the database is not ready: it did not answer in time, or a migration this binary knows has not run. */
 export type DatabaseNotReady = "database" | "migrations"
@@ -10,6 +11,8 @@ export const READINESS_TIMEOUT = Duration.seconds(1)
 
 /** The ids of the migrations this binary knows: the number before the first `_` of each name. */
 const knownIds: ReadonlyArray<number> = Object.keys(migrations).map((name) => Number(name.slice(0, name.indexOf("_"))))
+
+const Applied = rowShape({ migrationId: column.num("migration_id") })
 
 /** How long one readiness answer is reused: probes within it share one statement. */
 export const READINESS_REUSE = Duration.seconds(1)
@@ -23,16 +26,12 @@ export const READINESS_REUSE = Duration.seconds(1)
 export class DatabaseReadiness extends Effect.Service<DatabaseReadiness>()("Sql/DatabaseReadiness", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const applied = SqlSchema.findAll({
-      Request: Schema.Void,
-      Result: Schema.Struct({ migrationId: Schema.Number }),
-      execute: () => sql`SELECT migration_id FROM schema_migrations`
-    })
+    const applied = sql`SELECT ${sql.literal(Applied.columns)} FROM schema_migrations`.values
 
     /** None when ready; else why not. Never fails: a failed statement is a database not ready. */
-    const checkOnce: Effect.Effect<Option.Option<DatabaseNotReady>> = applied(undefined).pipe(
+    const checkOnce: Effect.Effect<Option.Option<DatabaseNotReady>> = applied.pipe(
       Effect.map((rows) => {
-        const ran = new Set(rows.map((row) => row.migrationId))
+        const ran = new Set(rows.map(Applied.at.migrationId))
         return knownIds.every((id) => ran.has(id)) ? Option.none() : Option.some<DatabaseNotReady>("migrations")
       }),
       // Disconnected, so that the timeout answers at once even while a statement cannot be interrupted.

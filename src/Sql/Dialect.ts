@@ -1,7 +1,8 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { isPgLockNotAvailable } from "./Busy.js"
 import { toNumbered } from "./PgText.js"
+import { column, rowShape } from "./Rows.js"
 
 export { toNumbered }
 
@@ -30,7 +31,7 @@ export const LIFT_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0"
 /** The tables read in order of their serial `seq` by a position that only moves forward. */
 export type LogTable = "events" | "response_changes"
 
-const SettledRow = Schema.Struct({ seq: Schema.Number })
+const Settled = rowShape({ seq: column.num("COALESCE(MAX(seq), 0) AS seq") })
 
 /** PostgreSQL: waits for every transaction still writing to `table` and holds new writers back until this transaction ends. */
 const holdLogWriters = (sql: SqlClient.SqlClient, table: LogTable) =>
@@ -77,8 +78,8 @@ const pgSettledSeq = (
             holdLogWriters(sql, table)
           ),
           Effect.map(
-            sql.unsafe(`SELECT COALESCE(MAX(seq), 0) AS seq FROM ${table}`),
-            (rows) => Schema.decodeUnknownSync(Schema.Array(SettledRow))(rows)[0]?.seq ?? 0
+            sql.unsafe(`SELECT ${Settled.columns} FROM ${table}`).values,
+            (rows) => rows[0] === undefined ? 0 : Settled.at.seq(rows[0])
           )
         )
       ).pipe(

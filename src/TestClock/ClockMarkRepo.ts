@@ -1,12 +1,13 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Data, Effect, Option, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Data, Effect } from "effect"
 import { dialectOf } from "../Sql/Dialect.js"
+import { column, rowShape } from "../Sql/Rows.js"
 
 /** The clock a database was first served on (migration 0017). */
 export type ServedClock = "simulated" | "real"
 
-const Mark = Schema.Struct({ clock: Schema.Literal("simulated", "real") })
-const Exists = Schema.Struct({ present: Schema.Number })
+const Mark = rowShape({ clock: column.oneOf("clock", ["simulated", "real"]) })
+const Exists = rowShape({ present: column.num("present") })
 
 /** A database first served on the other clock: the process refuses it. */
 export class ClockMismatch extends Data.TaggedError("ClockMismatch")<{ readonly message: string }> {}
@@ -24,38 +25,36 @@ const mismatch = (marked: ServedClock) =>
  */
 export const clockMark = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const present = SqlSchema.single({
-    Request: Schema.Void,
-    Result: Exists,
-    execute: () =>
-      dialectOf(sql) === "pg"
-        ? sql`SELECT CASE WHEN to_regclass('clock_mark') IS NULL THEN 0 ELSE 1 END AS present`
-        : sql`SELECT count(*) AS present FROM sqlite_master WHERE type = 'table' AND name = 'clock_mark'`
-  })
-  const read = SqlSchema.findOne({
-    Request: Schema.Void,
-    Result: Mark,
-    execute: () => sql`SELECT clock FROM clock_mark WHERE id = 1`
-  })
+  const present = Effect.map(
+    (dialectOf(sql) === "pg"
+      ? sql`SELECT CASE WHEN to_regclass('clock_mark') IS NULL THEN 0 ELSE 1 END AS present`
+      : sql`SELECT count(*) AS present FROM sqlite_master WHERE type = 'table' AND name = 'clock_mark'`).values,
+    (rows) => rows[0] !== undefined && Exists.at.present(rows[0]) !== 0
+  )
+  /** The mark, undefined while there is none. */
+  const read = Effect.map(
+    sql`SELECT ${sql.literal(Mark.columns)} FROM clock_mark WHERE id = 1`.values,
+    (rows) => rows[0] === undefined ? undefined : Mark.at.clock(rows[0])
+  )
 
   /** Fails when the database was served on the other clock than `clock`; a database never served passes. */
   const check = (clock: ServedClock) =>
     Effect.gen(function*() {
-      if ((yield* present(undefined)).present === 0) return
-      const marked = yield* read(undefined)
-      if (Option.isSome(marked) && marked.value.clock !== clock) return yield* mismatch(marked.value.clock)
+      if (!(yield* present)) return
+      const marked = yield* read
+      if (marked !== undefined && marked !== clock) return yield* mismatch(marked)
     })
 
   /** Marks the database as served on `clock` unless it already is; fails when it was served on the other. */
   const markServed = (clock: ServedClock) =>
     Effect.gen(function*() {
       yield* sql`INSERT INTO clock_mark (id, clock) VALUES (1, ${clock}) ON CONFLICT (id) DO NOTHING`
-      const marked = yield* read(undefined)
-      if (Option.isSome(marked) && marked.value.clock !== clock) return yield* mismatch(marked.value.clock)
+      const marked = yield* read
+      if (marked !== undefined && marked !== clock) return yield* mismatch(marked)
     })
 
   return {
-    check: (clock: ServedClock) => Effect.catchTag(check(clock), "ParseError", "SqlError", Effect.die),
-    markServed: (clock: ServedClock) => Effect.catchTag(markServed(clock), "ParseError", "SqlError", Effect.die)
+    check: (clock: ServedClock) => Effect.catchTag(check(clock), "SqlError", Effect.die),
+    markServed: (clock: ServedClock) => Effect.catchTag(markServed(clock), "SqlError", Effect.die)
   } as const
 })
