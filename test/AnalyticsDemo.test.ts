@@ -5,7 +5,8 @@ import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
 import { seedDemo } from "../src/Demo/Seed.js"
 import { expectClose, oracle } from "./support/AnalyticsOracle.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { clientFor } from "./support/ApiClient.js"
+import { TestServer } from "./support/TestServer.js"
 import { SurveyId } from "../src/Domain/Ids.js"
 
 const Ids = Schema.Array(Schema.Struct({ id: SurveyId }))
@@ -24,6 +25,7 @@ layer(TestServer())(
         const sql = yield* SqlClient.SqlClient
         const repo = yield* AggregateRepo
         const { editorToken } = yield* seedDemo()
+        const api = yield* clientFor(editorToken)
         yield* Effect.flatMap(Aggregator, (a) => a.catchUp())
         const surveys = yield* sql`SELECT id FROM surveys WHERE trashed = 0 ORDER BY id`.pipe(
           Effect.flatMap(Schema.decodeUnknown(Ids))
@@ -42,9 +44,8 @@ layer(TestServer())(
             answers: answers.filter((a) => a.responseId === r.id)
           }))
           responsesSeen += responses.length
-          const res = yield* get(`/api/v1/surveys/${id}/analytics`, editorToken)
-          expect(res.status).toBe(200)
-          expectClose(res.body, oracle(yield* repo.questionsOf(id), responses))
+          const analytics = yield* api.analytics.get({ path: { id } })
+          expectClose(analytics, oracle(yield* repo.questionsOf(id), responses))
         }
         expect(responsesSeen).toBeGreaterThan(100)
       }))

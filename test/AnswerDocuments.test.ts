@@ -2,12 +2,15 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { importFixtureInput } from "../src/Fixtures/Import.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { SurveyResponse } from "../src/Domain/Response.js"
 import { ResponsePage } from "../src/Responses/Api.js"
 import { refreshAnswerDocuments } from "../src/Responses/AnswerDocumentRepo.js"
+import { clientFor } from "./support/ApiClient.js"
 import { storedRendering } from "./support/AnswerDocuments.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { migrateUpTo, withBareDatabase } from "./support/Migrations.js"
-import { bodyOf, get, testDatabase, TestServer } from "./support/TestServer.js"
+import { get, testDatabase, TestServer } from "./support/TestServer.js"
 
 /**
  * The responses list answers each response's stored rendering of its answers while it is current
@@ -19,15 +22,14 @@ import { bodyOf, get, testDatabase, TestServer } from "./support/TestServer.js"
 const schemaEncoded = (text: string) =>
   JSON.stringify(Schema.encodeSync(ResponsePage)(Schema.decodeUnknownSync(ResponsePage)(JSON.parse(text))))
 
-const WireAnswers = Schema.Struct({ answers: Schema.Array(Schema.Unknown) })
-
-/** A response's answers as GET /responses/{id} assembles them from the answer rows, as JSON text. */
+/** A response's answers as GET /responses/{id} assembles them from the answer rows, in the schema's encoding as JSON text. */
 const assembledAnswers = (responseId: string) =>
-  Effect.map(
-    get(`/api/v1/surveys/srv_main/responses/${responseId}`, TOKENS.editor),
-    (res) => JSON.stringify(bodyOf(WireAnswers, res).answers)
-  )
+  Effect.flatMap(clientFor(TOKENS.editor), (api) =>
+    api.responses.get({ path: { id: SurveyId.make("srv_main"), responseId: ResponseId.make(responseId) } })).pipe(
+      Effect.map((response) => JSON.stringify(Schema.encodeSync(SurveyResponse)(response).answers))
+    )
 
+// Raw: the list's bytes themselves are checked to be the schema's encoding.
 const list = Effect.map(get("/api/v1/surveys/srv_main/responses", TOKENS.editor), (res) => {
   expect(res.status).toBe(200)
   expect(res.text).toBe(schemaEncoded(res.text))

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { quotaFilePath } from "../src/Quota/QuotaFileSql.js"
 import { backupSqlite, openSource } from "../src/Sql/Backup.js"
+import { clientAt, completeShortAt } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
 import { polled, PROCESS_TEST_TIMEOUT, processEnv, request, serveProcess, sharedDatabase } from "./support/ServeProcess.js"
@@ -21,24 +22,8 @@ const run = (args: ReadonlyArray<string>, env: Readonly<Record<string, string | 
     return { code, stdout, stderr }
   })
 
-const Page = Schema.parseJson(Schema.Struct({ respondentToken: Schema.String }))
-const Saved = Schema.parseJson(Schema.Struct({ responseId: Schema.String }))
 const Ids = Schema.Array(Schema.Tuple(Schema.String))
 const Single = Schema.Tuple(Schema.Number)
-
-/** One finished response to `srv_short` through the survey page and the respondent API; its id. */
-const complete = (base: string) =>
-  Effect.gen(function*() {
-    const page = yield* request(`${base}/s/srv_short`, { headers: { accept: "application/json" } })
-    const token = Schema.decodeUnknownSync(Page)(page.text).respondentToken
-    const saved = yield* request(`${base}/respond/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: true })
-    })
-    expect(saved.status).toBe(201)
-    return Schema.decodeUnknownSync(Saved)(saved.text).responseId
-  })
 
 /** The single number a query over the copy answers. */
 const single = (db: Database, text: string) => Schema.decodeUnknownSync(Single)(db.query(text).values()[0])[0]
@@ -50,11 +35,11 @@ describe.runIf(testDatabase === "sqlite")("backup FILE of a live SQLite database
       const db = yield* sharedDatabase(respondentFixture)
       const server = yield* serveProcess(db.flags, { RESPONDENT_LIMIT_PER_ADDRESS: "1000000", RESPONDENT_LIMIT_PER_SURVEY: "1000000" })
       // A request with a key writes the quota file too.
-      expect((yield* request(`${server.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${TOKENS.editor}` } })).status).toBe(200)
+      yield* Effect.flatMap(clientAt(server.base, TOKENS.editor), (api) => api.surveys.list({ urlParams: {} }))
 
       const committed = yield* Ref.make<ReadonlyArray<string>>([])
       const writer = yield* Effect.fork(Effect.forever(
-        Effect.flatMap(complete(server.base), (id) => Ref.update(committed, (ids) => [...ids, id]))
+        Effect.flatMap(completeShortAt(server.base), (id) => Ref.update(committed, (ids) => [...ids, id]))
       ))
       yield* polled("the writer's first commits", Ref.get(committed), (ids) => ids.length >= 10)
 

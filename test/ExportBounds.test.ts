@@ -6,10 +6,12 @@ import { connect, type Socket } from "node:net"
 import { WebhookBackgroundLive } from "./support/WebhookBackground.js"
 import { AppConfig } from "../src/Config.js"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
+import { SurveyId } from "../src/Domain/Ids.js"
 import { ExportSlots, type HeldSlots } from "../src/Responses/ExportSlots.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { onOutside, outsideConnection } from "./support/OutsideConnection.js"
-import { bodyOf, bunTestServer, call, decodeAs, ErrorBody, get, testDatabase, TestServer } from "./support/TestServer.js"
+import { bodyOf, bunTestServer, call, decodeAs, ErrorBody, testDatabase, TestServer } from "./support/TestServer.js"
 import { receiver } from "./support/WebhookReceiver.js"
 import { register } from "./support/WebhookWorld.js"
 
@@ -53,6 +55,17 @@ const exportFixture: FixtureInput = {
 }
 
 const EXPORT = "/api/v1/surveys/srv_export/responses.csv"
+
+/** The whole export of srv_export through the typed client, as `token` asks for it. */
+const wholeExport = (token: string) =>
+  Effect.flatMap(clientFor(token), (api) => api.responses.exportCsv({ path: { id: SurveyId.make("srv_export") }, urlParams: {} }))
+
+/** `count` reads of the survey list at once as `token`: how each ended. */
+const surveyReads = (token: string, count: number) =>
+  Effect.flatMap(clientFor(token), (api) =>
+    Effect.all(Array.from({ length: count }, () => outcomeOf(api.surveys.list({ urlParams: {} }))), {
+      concurrency: "unbounded"
+    }))
 
 /** An export asked for over a raw connection: its status and headers, and the connection, paused once they arrived. */
 interface OpenExport {
@@ -118,17 +131,17 @@ const slotsWhere = (check: (held: HeldSlots) => boolean) =>
 const heldNow = Effect.flatMap(ExportSlots, (slots) => SubscriptionRef.get(slots.held))
 
 const RespondentPage = Schema.Struct({ respondentToken: Schema.String })
-const Saved = Schema.Struct({ responseId: Schema.String })
 const Envelope = Schema.Struct({ type: Schema.String, data: Schema.Struct({ responseId: Schema.String }) })
 
-/** A respondent's finished save of srv_main through the respondent API. */
+/** A respondent's finished save of srv_main through the respondent API (the page raw: it is outside the HttpApi); its response id. */
 const respondentSave = Effect.gen(function*() {
   const page = yield* call("GET", "/s/srv_main", { headers: { accept: "application/json" } })
-  const saved = yield* call("POST", "/respond/v1/responses", {
-    token: bodyOf(RespondentPage, page).respondentToken,
-    body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
+  const respondent = yield* clientFor(bodyOf(RespondentPage, page).respondentToken)
+  const saved = yield* respondent.respondent.start({
+    payload: { answers: [{ questionId: "q_pick", values: ["a"] }], finished: true },
+    headers: {}
   })
-  return saved
+  return saved.responseId
 })
 
 /** A client that reads nothing holds its export open: the server may not stop it for being idle during the test. */
@@ -175,23 +188,19 @@ describe("CSV export bounds", () => {
 
         // While four exports stay open, a respondent saves, its event reaches the webhook, and the API answers.
         const saved = yield* respondentSave
-        expect(saved.status).toBe(201)
         const [delivered] = yield* target.receivedAtLeast(1).pipe(Effect.timeout(Duration.seconds(30)), Effect.orDie)
         const event = decodeAs(Envelope, JSON.parse(delivered?.body ?? "null"))
-        expect(event).toMatchObject({ type: "response.completed", data: { responseId: bodyOf(Saved, saved).responseId } })
-        const reads = yield* Effect.all(Array.from({ length: 20 }, () => get("/api/v1/surveys", TOKENS.viewer)), {
-          concurrency: "unbounded"
-        })
-        expect(reads.map((r) => r.status)).toEqual(reads.map(() => 200))
+        expect(event).toMatchObject({ type: "response.completed", data: { responseId: saved } })
+        const reads = yield* surveyReads(TOKENS.viewer, 20)
+        expect(reads).toEqual(reads.map(() => "ok"))
         // The exports were open all along: none of them had ended.
         expect((yield* heldNow).total).toBe(4)
 
         // A client that goes away frees its slot, and the account's next export streams to its end.
         streaming[0]?.socket.destroy()
         yield* slotsWhere((held) => held.total === 3)
-        const again = yield* get(EXPORT, TOKENS.editor)
-        expect(again.status).toBe(200)
-        const lines = again.text.split("\r\n")
+        const again = yield* wholeExport(TOKENS.editor)
+        const lines = again.split("\r\n")
         expect(lines).toHaveLength(ROWS + 2)
         expect(lines[ROWS]).toContain(`${ROWS - 1} x`)
         yield* slotsWhere((held) => held.total === 3)
@@ -255,10 +264,8 @@ describe("CSV export bounds", () => {
         )
         expect(open.map((a) => a.status)).toEqual([200, 200, 200, 200])
         // More exports than the main pool has connections wait for their pages; the main pool still serves.
-        const reads = yield* Effect.all(Array.from({ length: 10 }, () => get("/api/v1/surveys", TOKENS.viewer)), {
-          concurrency: "unbounded"
-        })
-        expect(reads.map((r) => r.status)).toEqual(reads.map(() => 200))
+        const reads = yield* surveyReads(TOKENS.viewer, 10)
+        expect(reads).toEqual(reads.map(() => "ok"))
 
         // Each page gives up at its timeout: the download ends without its last chunk, and the slot is free.
         const bodies = yield* Effect.forEach(open, (answer) =>
@@ -274,9 +281,8 @@ describe("CSV export bounds", () => {
         yield* slotsWhere((held) => held.total === 0)
 
         yield* onOutside(holder, "ROLLBACK")
-        const whole = yield* get(EXPORT, TOKENS.editor)
-        expect(whole.status).toBe(200)
-        expect(whole.text.split("\r\n")).toHaveLength(ROWS + 2)
+        const whole = yield* wholeExport(TOKENS.editor)
+        expect(whole.split("\r\n")).toHaveLength(ROWS + 2)
       }).pipe(
         Effect.scoped,
         Effect.provide(

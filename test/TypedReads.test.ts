@@ -9,8 +9,9 @@ import { Idempotency, storedKey } from "../src/Http/Idempotency.js"
 import { csvStream } from "../src/Responses/Csv.js"
 import { CsvExportRepo } from "../src/Responses/CsvExportRepo.js"
 import { named, text } from "../src/Sql/Rows.js"
+import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { get, TestServer } from "./support/TestServer.js"
+import { TestServer } from "./support/TestServer.js"
 
 // A row that no longer has the shape a read expects (a column retyped by hand, a value written by
 // another program) must stop the read with the column's name, never turn into a wrong answer.
@@ -65,8 +66,8 @@ layer(TestServer(baseFixture))("stored analytics of the wrong shape", (it) => {
       const repo = yield* AggregateRepo
       const aggregator = yield* Aggregator
       yield* aggregator.catchUp()
-      const analytics = yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.editor)
-      expect(analytics.status).toBe(200)
+      const api = yield* clientFor(TOKENS.editor)
+      yield* api.analytics.get({ path: { id: main } })
       expect((yield* repo.snapshot(main)).stored.aggregates.reach.size).toBeGreaterThan(0)
       const position = yield* repo.position
       expect(position).toBeGreaterThan(0)
@@ -80,7 +81,9 @@ layer(TestServer(baseFixture))("stored analytics of the wrong shape", (it) => {
         sqlite: ["UPDATE analytics_reach SET count = 'many'"]
       })
       expect(yield* defectOf(repo.snapshot(main))).toMatch(/Column count: expected a number, got (string|null)/)
-      expect((yield* get("/api/v1/surveys/srv_main/analytics", TOKENS.editor)).status).toBe(500)
+      // The contract declares no 500: the client fails with the answer it could not decode.
+      const broken = yield* Effect.flip(api.analytics.get({ path: { id: main } }))
+      expect(broken._tag === "ResponseError" ? broken.response.status : broken._tag).toBe(500)
 
       yield* byDialect({
         pg: [
