@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Analytics } from "../src/Domain/Analytics.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
 import type { FixtureInput } from "../src/Fixtures/Fixture.js"
+import { clientAt, outcomeOf } from "./support/ApiClient.js"
 import { TOKENS } from "./support/Fixtures.js"
 import { QUOTA_TOKENS, quotaFixture } from "./support/QuotaFixtures.js"
 import { respondentFixture } from "./support/RespondentFixtures.js"
@@ -26,28 +28,19 @@ const fixture: FixtureInput = {
   responses: [...(respondentFixture.responses ?? []), ...(quotaFixture.responses ?? [])]
 }
 
-const Page = Schema.Struct({ respondentToken: Schema.String })
-const Started = Schema.Struct({ responseId: Schema.String })
-const EmbedCreated = Schema.Struct({ embedUrl: Schema.String })
-const decode = <A, I>(schema: Schema.Schema<A, I>, text: string) => Schema.decodeUnknownSync(Schema.parseJson(schema))(text)
+const Page = Schema.parseJson(Schema.Struct({ respondentToken: Schema.String }))
+const srvShort = { path: { id: SurveyId.make("srv_short") } }
 
-const json = (token: string, body: unknown, method = "POST") => ({
-  method,
-  headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-  body: JSON.stringify(body)
-})
-
-/** A respondent completes `srv_short`: the page from `server`, then one finished save through `saveOn`. */
+/** A respondent completes `srv_short`: the page from `server` (raw: outside the HttpApi), then one finished save through `saveOn`. */
 const completeOn = (server: ServeProcess, saveOn: ServeProcess = server) =>
   Effect.gen(function*() {
     const page = yield* request(`${server.base}/s/srv_short`, { headers: { accept: "application/json" } })
-    const token = decode(Page, page.text).respondentToken
-    const saved = yield* request(
-      `${saveOn.base}/respond/v1/responses`,
-      json(token, { answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: true })
-    )
-    expect(saved.status).toBe(201)
-    return decode(Started, saved.text).responseId
+    const respondent = yield* clientAt(saveOn.base, Schema.decodeUnknownSync(Page)(page.text).respondentToken)
+    const saved = yield* respondent.respondent.start({
+      payload: { answers: [{ questionId: "q_short_text", values: ["hello"] }], finished: true },
+      headers: {}
+    })
+    return saved.responseId
   })
 
 type Shared = Effect.Effect.Success<ReturnType<typeof sharedDatabase>>
@@ -72,8 +65,8 @@ describe("two serve processes on one database", () => {
       const target = yield* receiver()
       const a = yield* serveProcess(db.flags, leaseEnv)
       const b = yield* serveProcess(db.flags, leaseEnv)
-      const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
-      expect(registered.status).toBe(200)
+      const [onA, onB] = [yield* clientAt(a.base, TOKENS.editor), yield* clientAt(b.base, TOKENS.editor)]
+      yield* onA.workspaceWebhooks.put({ payload: { targetUrl: target.url } })
 
       // Completions through both processes, in parallel; a respondent token from one process
       // saves through the other.
@@ -100,27 +93,22 @@ describe("two serve processes on one database", () => {
 
       // Each completion counted once in the stored analytics, whichever process aggregated it.
       const before = (fixture.responses ?? []).filter((r) => r.surveyId === "srv_short" && r.completedAt !== null).length
-      const analytics = (server: ServeProcess) =>
-        Effect.map(
-          request(`${server.base}/api/v1/surveys/srv_short/analytics`, { headers: { authorization: `Bearer ${TOKENS.editor}` } }),
-          (res) => decode(Analytics, res.text)
-        )
       const counted = yield* polled(
         "every completion aggregated",
-        Effect.zip(analytics(a), count(db, "SELECT COUNT(*) AS n FROM response_changes")),
+        Effect.zip(Effect.orDie(onA.analytics.get(srvShort)), count(db, "SELECT COUNT(*) AS n FROM response_changes")),
         ([stats, pending]) => pending === 0 && stats.completedCount >= before + completions
       )
       expect(counted[0].completedCount).toBe(before + completions)
       expect(counted[0].responseCount).toBe(before + completions)
-      expect((yield* analytics(b)).completedCount).toBe(before + completions)
+      expect((yield* onB.analytics.get(srvShort)).completedCount).toBe(before + completions)
 
-      // An embed URL made through one process loads once over both.
-      const embed = yield* request(
-        `${a.base}/api/v1/surveys/srv_short/embed-sessions`,
-        json(TOKENS.editor, { externalUserId: "user-1" })
-      )
-      expect(embed.status).toBe(201)
-      const path = new URL(decode(EmbedCreated, embed.text).embedUrl).pathname
+      // An embed URL made through one process loads once over both (raw: the embed page is outside the HttpApi).
+      const embed = yield* onA.embedSessions.create({
+        ...srvShort,
+        payload: new EmbedSessionRequest({ externalUserId: "user-1" }),
+        headers: {}
+      })
+      const path = new URL(embed.embedUrl).pathname
       const loads = yield* Effect.forEach(
         Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? a : b)),
         (server) => Effect.map(request(`${server.base}${path}`, { headers: { accept: "application/json" } }), (r) => r.status),
@@ -132,11 +120,12 @@ describe("two serve processes on one database", () => {
       // A key both processes have used (and remember) stops working on both once revoked elsewhere.
       const created = yield* cli(["keys", "create", "--workspace", "ws_a", "--account", "acc_owner", ...db.flags])
       const key = created.trim()
-      const status = (server: ServeProcess) =>
-        Effect.map(request(`${server.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${key}` } }), (r) => r.status)
-      expect([yield* status(a), yield* status(b), yield* status(a), yield* status(b)]).toEqual([200, 200, 200, 200])
+      const [keyOnA, keyOnB] = [yield* clientAt(a.base, key), yield* clientAt(b.base, key)]
+      const listOnA = outcomeOf(keyOnA.surveys.list({ urlParams: {} }))
+      const listOnB = outcomeOf(keyOnB.surveys.list({ urlParams: {} }))
+      expect([yield* listOnA, yield* listOnB, yield* listOnA, yield* listOnB]).toEqual(["ok", "ok", "ok", "ok"])
       yield* cli(["keys", "revoke", key, ...db.flags])
-      expect([yield* status(a), yield* status(b)]).toEqual([401, 401])
+      expect([yield* listOnA, yield* listOnB]).toEqual(["Unauthorized", "Unauthorized"])
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 
   it.live("hold a burst limit of 50 exactly: 200 parallel requests over both admit 50", () =>
@@ -144,19 +133,19 @@ describe("two serve processes on one database", () => {
       const db = yield* sharedDatabase(fixture)
       const a = yield* serveProcess(db.flags, leaseEnv)
       const b = yield* serveProcess(db.flags, leaseEnv)
-      const statuses = yield* Effect.forEach(
+      const [onA, onB] = [yield* clientAt(a.base, QUOTA_TOKENS.crowd), yield* clientAt(b.base, QUOTA_TOKENS.crowd)]
+      const outcomes = yield* Effect.forEach(
         Array.from({ length: 200 }, (_, i) => i),
-        (i) =>
-          Effect.map(
-            request(`${(i % 2 === 0 ? a : b).base}${i % 4 < 2 ? "/api/v1/usage" : "/api/v1/surveys/srv_q/responses"}`, {
-              headers: { authorization: `Bearer ${QUOTA_TOKENS.crowd}` }
-            }),
-            (r) => r.status
-          ),
+        (i) => {
+          const api = i % 2 === 0 ? onA : onB
+          return i % 4 < 2
+            ? outcomeOf(api.usage.get())
+            : outcomeOf(api.responses.list({ path: { id: SurveyId.make("srv_q") }, urlParams: {} }))
+        },
         { concurrency: "unbounded" }
       )
-      expect(statuses.filter((s) => s === 200)).toHaveLength(50)
-      expect(statuses.filter((s) => s === 429)).toHaveLength(150)
+      expect(outcomes.filter((s) => s === "ok")).toHaveLength(50)
+      expect(outcomes.filter((s) => s === "RateLimited")).toHaveLength(150)
       const stored = yield* quotaRowsElsewhere("SELECT SUM(count) AS n FROM usage_daily WHERE account_id = 'acc_crowd'").pipe(
         Effect.provide(db.config)
       )
@@ -171,8 +160,8 @@ describe("two serve processes on one database", () => {
       const target = yield* receiver(() => answering ? new Response("ok") : new Promise<Response>(() => {}))
       const a = yield* serveProcess(db.flags, leaseEnv)
       const b = yield* serveProcess(db.flags, leaseEnv)
-      const registered = yield* request(`${a.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
-      expect(registered.status).toBe(200)
+      const api = yield* clientAt(a.base, TOKENS.editor)
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url } })
       yield* completeOn(a)
       const [first] = yield* within("the first attempt at the receiver", target.receivedAtLeast(1))
       const [held] = yield* deliveries(db)
@@ -205,14 +194,12 @@ describe("a serve process stopping with SIGTERM", () => {
       })
       const target = yield* receiver(() => released.then(() => new Response("ok")))
       const server = yield* serveProcess(db.flags, leaseEnv)
-      const registered = yield* request(`${server.base}/api/v1/webhooks`, json(TOKENS.editor, { targetUrl: target.url }, "PUT"))
-      expect(registered.status).toBe(200)
+      const api = yield* clientAt(server.base, TOKENS.editor)
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url } })
       yield* completeOn(server)
       yield* within("the delivery at the receiver", target.receivedAtLeast(1))
       // A request in flight: the test event waits on the receiver too.
-      const testEvent = yield* Effect.fork(
-        request(`${server.base}/api/v1/webhooks/test`, { method: "POST", headers: { authorization: `Bearer ${TOKENS.editor}` } })
-      )
+      const testEvent = yield* Effect.fork(api.workspaceWebhooks.test())
       yield* within("the test event at the receiver", target.receivedAtLeast(2))
 
       server.proc.kill("SIGTERM")
@@ -220,15 +207,11 @@ describe("a serve process stopping with SIGTERM", () => {
       expect(yield* server.logged("\"message\":\"draining\"")).toContain("\"inFlight\":2")
       const health = yield* request(`${server.base}/healthz`)
       expect(health.status).toBe(503)
-      const refused = yield* request(`${server.base}/api/v1/surveys`, { headers: { authorization: `Bearer ${TOKENS.editor}` } })
-      expect(refused.status).toBe(503)
-      expect(refused.text).toContain("service_unavailable")
+      expect(yield* outcomeOf(api.surveys.list({ urlParams: {} }))).toBe("ServiceUnavailable")
       expect(server.proc.exitCode).toBeNull()
 
       release()
-      const answered = yield* testEvent.await.pipe(Effect.flatten)
-      expect(answered.status).toBe(200)
-      expect(answered.text).toContain("\"delivered\":true")
+      expect(yield* testEvent.await.pipe(Effect.flatten)).toEqual({ delivered: true })
       const code = yield* Effect.promise(() => server.proc.exited)
       expect(code).toBe(0)
       const [delivery] = yield* deliveries(db)

@@ -6,6 +6,8 @@ import { poolExhaustedMessage, statementTimeoutMessage } from "../src/Http/Serve
 import { DEFAULT_POOL } from "../src/Sql/Postgres.js"
 import { RespondentTokens } from "../src/Respondents/RespondentTokens.js"
 import { ResponseWriter } from "../src/Responses/ResponseWriter.js"
+import { SurveyId } from "../src/Domain/Ids.js"
+import { clientAt, clientFor, outcomeOf } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { call, decodeAs, get, TestDatabase, testDatabase, TestServer } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
@@ -16,6 +18,10 @@ import { polled, PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, wi
 
 /** A finished save of `srv_main` (its one required question answered). */
 const finished = { answers: [{ questionId: "q_pick", values: ["a"] }], finished: true }
+
+/** A respondent's save of `finished` through the typed client: a new response. */
+const finishedSave = (token: string) =>
+  Effect.flatMap(clientFor(token), (respondent) => respondent.respondent.start({ payload: finished, headers: {} }))
 
 /** A respondent of `srv_main`, as a survey page would have made one. */
 const respondent = Effect.gen(function*() {
@@ -86,12 +92,8 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
     Effect.gen(function*() {
       const before = yield* storedResponses
       const respondents = yield* Effect.all(Array.from({ length: 6 }, () => respondent))
-      const answers = yield* Effect.forEach(
-        respondents,
-        (r) => call("POST", "/respond/v1/responses", { token: r.token, body: JSON.stringify(finished) }),
-        { concurrency: "unbounded" }
-      )
-      expect(answers.map((a) => a.status)).toEqual(respondents.map(() => 201))
+      const answers = yield* Effect.forEach(respondents, (r) => outcomeOf(finishedSave(r.token)), { concurrency: "unbounded" })
+      expect(answers).toEqual(respondents.map(() => "ok"))
       expect(yield* storedResponses).toBe(before + respondents.length)
     }).pipe(Effect.provide(TestServer(baseFixture, { databasePoolSize: 1, databasePoolTimeoutMs: 600_000 }))))
 
@@ -104,6 +106,7 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       const held = yield* Scope.make()
       yield* Scope.extend(sql.reserve, held)
 
+      // Raw: this 503 is written around the API (src/Http/Server.ts), not by the contract; its body is checked whole.
       const refused = yield* Effect.all([
         call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) }),
         get("/api/v1/surveys", TOKENS.editor),
@@ -116,9 +119,9 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
 
       yield* Scope.close(held, Exit.void)
       expect(yield* storedResponses).toBe(before)
-      const saved = yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) })
-      expect(saved.status).toBe(201)
-      expect((yield* get("/api/v1/surveys", TOKENS.editor)).status).toBe(200)
+      expect(yield* outcomeOf(finishedSave(token))).toBe("ok")
+      const api = yield* clientFor(TOKENS.editor)
+      expect(yield* outcomeOf(api.surveys.list({ urlParams: {} }))).toBe("ok")
       expect(yield* storedResponses).toBe(before + 1)
     }).pipe(
       // The timeout also bounds opening a connection (the pool's first, at start-up): the default
@@ -135,6 +138,7 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       // Another process holds the survey's row and does not let go.
       yield* holdSurveyRow(holder)
 
+      // Raw: this 503 is written around the API (src/Http/Server.ts), not by the contract; its body is checked whole.
       const save = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) }))
       // The save reached the lock and waits on it: PostgreSQL ends that wait, nobody else does.
       yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
@@ -146,8 +150,7 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       expect(yield* storedResponses).toBe(before)
 
       yield* onOutside(holder, "COMMIT")
-      const saved = yield* call("POST", "/respond/v1/responses", { token, body: JSON.stringify(finished) })
-      expect(saved.status).toBe(201)
+      expect(yield* outcomeOf(finishedSave(token))).toBe("ok")
       expect(yield* storedResponses).toBe(before + 1)
     }).pipe(
       Effect.scoped,
@@ -163,6 +166,7 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
       yield* onOutside(holder, "BEGIN")
       yield* onOutside(holder, `SELECT id FROM responses WHERE id = 'rsp_1' FOR UPDATE`)
 
+      // Raw: this 503 is written around the API (src/Http/Server.ts), not by the contract; its body is checked whole.
       const deletion = yield* Effect.fork(
         request(`${server.base}/api/v1/surveys/srv_main/responses/rsp_1`, {
           method: "DELETE",
@@ -196,21 +200,20 @@ describe.runIf(testDatabase === "postgres")("the PostgreSQL pool", () => {
         DATABASE_STATEMENT_TIMEOUT_MS: "1000",
         DATABASE_POOL_SIZE: "1"
       })
-      const survey = request(`${server.base}/api/v1/surveys/srv_main`, { headers: { authorization: `Bearer ${TOKENS.editor}` } })
-      expect((yield* within("a read through the proxy", survey)).status).toBe(200)
+      const api = yield* clientAt(server.base, TOKENS.editor)
+      const survey = outcomeOf(api.surveys.get({ path: { id: SurveyId.make("srv_main") } }))
+      expect(yield* within("a read through the proxy", survey)).toBe("ok")
 
       // The path goes silent: the connection stays open, nothing comes back. The read's statement
       // (or a background loop's, if it took the connection first) waits for an answer until the
       // service gives the connection up.
       proxy.forward(false)
-      const refused = yield* within("the read's answer while the path is silent", survey)
-      expect(refused.status).toBe(503)
-      expect(JSON.parse(refused.text)).toMatchObject({ code: "service_unavailable" })
+      expect(yield* within("the read's answer while the path is silent", survey)).toBe("ServiceUnavailable")
 
       // Back: a statement still stuck then (a background loop's, sent just before) is given up in
       // its turn, so the reads are polled until one is served; a connection stuck for good never is.
       proxy.forward(true)
-      const served = yield* polled("a read to be served once the path is back", survey, (r) => r.status === 200)
-      expect(served.status).toBe(200)
+      const served = yield* polled("a read to be served once the path is back", survey, (outcome) => outcome === "ok")
+      expect(served).toBe("ok")
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })

@@ -4,10 +4,12 @@ import { Effect, Fiber, Option, Schema } from "effect"
 import type * as Pg from "pg"
 import { AggregateRepo } from "../src/Analytics/AggregateRepo.js"
 import { Aggregator } from "../src/Analytics/Aggregator.js"
-import { SurveyId } from "../src/Domain/Ids.js"
+import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
+import { EmbedSessionRequest } from "../src/Embeds/Api.js"
 import { SettleLockWait } from "../src/Sql/Dialect.js"
 import { SurveyLifecycle } from "../src/Surveys/SurveyLifecycle.js"
 import { Deliveries } from "../src/Webhooks/Deliveries.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { bodyOf, call, decodeAs, testDatabase, TestServer } from "./support/TestServer.js"
 import { Count } from "./support/StoredRows.js"
@@ -186,8 +188,17 @@ describe.runIf(testDatabase === "postgres")("logs read by sequence number on Pos
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
 
-const Started = Schema.Struct({ responseId: Schema.String })
 const PageToken = Schema.Struct({ respondentToken: Schema.String })
+const srvMain = { path: { id: SurveyId.make("srv_main") } }
+
+/** A finished save of `srv_main` (its one required question answered). */
+const completion = { answers: [{ questionId: "q_pick", values: ["a"] }], finished: true }
+
+/** The respondent token of `srv_main`'s page (raw: the page is outside the HttpApi). */
+const pageToken = Effect.map(
+  call("GET", "/s/srv_main", { headers: { accept: "application/json" } }),
+  (page) => bodyOf(PageToken, page).respondentToken
+)
 
 describe.runIf(testDatabase === "postgres")("a survey's move while a log reader settles the outbox, on PostgreSQL", () => {
   /** Until at least `n` connections to the test's database wait for a lock. */
@@ -242,39 +253,36 @@ describe.runIf(testDatabase === "postgres")("a survey's move while a log reader 
 
   it.effect("the same over the API: the move waits for the outbox before it claims the survey's version", () =>
     Effect.gen(function*() {
-      const answer = yield* closeWhileSettling(call("POST", "/api/v1/surveys/srv_main/close", { token: TOKENS.editor }))
-      expect(answer.status).toBe(200)
-      expect(bodyOf(Schema.Struct({ status: Schema.String }), answer).status).toBe("closed")
+      const api = yield* clientFor(TOKENS.editor)
+      const answer = yield* closeWhileSettling(api.authoring.close({ ...srvMain, headers: {} }))
+      expect(answer.status).toBe("closed")
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
 
 describe.runIf(testDatabase === "postgres")("a save and a deletion of one response at once on PostgreSQL", () => {
   it.effect("the save that comes second finds the response gone (404) and writes nothing for it", () =>
     Effect.gen(function*() {
-      const page = yield* call("GET", "/s/srv_main", { headers: { accept: "application/json" } })
-      const token = bodyOf(PageToken, page).respondentToken
-      const started = yield* call("POST", "/respond/v1/responses", {
-        token,
-        body: JSON.stringify({ answers: [{ questionId: "q_text", values: ["first"] }], finished: false })
+      const respondent = yield* clientFor(yield* pageToken)
+      const { responseId } = yield* respondent.respondent.start({
+        payload: { answers: [{ questionId: "q_text", values: ["first"] }], finished: false },
+        headers: {}
       })
-      const responseId = bodyOf(Started, started).responseId
+      const api = yield* clientFor(TOKENS.editor)
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // Something holds the response's row (a save in progress) while the deletion and then a save arrive.
       yield* onOutside(holder, "BEGIN")
       yield* onOutside(holder, `SELECT id FROM responses WHERE id = '${responseId}' FOR UPDATE`)
-      const deleting = yield* Effect.fork(call("DELETE", `/api/v1/surveys/srv_main/responses/${responseId}`, { token: TOKENS.editor }))
+      const deleting = yield* Effect.fork(
+        outcomeOf(api.responses.delete({ path: { ...srvMain.path, responseId: ResponseId.make(responseId) } }))
+      )
       yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
-      const saving = yield* Effect.fork(call("PATCH", `/respond/v1/responses/${responseId}`, {
-        token,
-        body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
-      }))
+      const saving = yield* Effect.fork(outcomeOf(respondent.respondent.save({ path: { responseId }, payload: completion })))
       yield* eventually(serviceLockWaiters(observer), (n) => n === 2)
       yield* onOutside(holder, "COMMIT")
 
-      expect((yield* Fiber.join(deleting)).status).toBe(204)
-      const saved = yield* Fiber.join(saving)
-      expect(saved.status).toBe(404)
+      expect(yield* Fiber.join(deleting)).toBe("ok")
+      expect(yield* Fiber.join(saving)).toBe("NotFound")
       const sql = yield* SqlClient.SqlClient
       const left = decodeAs(Schema.Array(Count), yield* sql`
         SELECT (SELECT count(*) FROM responses WHERE id = ${responseId})
@@ -285,16 +293,13 @@ describe.runIf(testDatabase === "postgres")("a save and a deletion of one respon
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 })
 
-const EmbedUrl = Schema.Struct({ embedUrl: Schema.String })
-
 /** The respondent token of an embed session's page for `externalUserId`: a person whose survey page is open. */
 const embedToken = (externalUserId: string) =>
   Effect.gen(function*() {
-    const embed = yield* call("POST", "/api/v1/surveys/srv_main/embed-sessions", {
-      token: TOKENS.editor,
-      body: JSON.stringify({ externalUserId })
-    })
-    const page = yield* call("GET", new URL(bodyOf(EmbedUrl, embed).embedUrl).pathname, { headers: { accept: "application/json" } })
+    const api = yield* clientFor(TOKENS.editor)
+    const embed = yield* api.embedSessions.create({ ...srvMain, payload: new EmbedSessionRequest({ externalUserId }), headers: {} })
+    // Raw: the embed page is outside the HttpApi.
+    const page = yield* call("GET", new URL(embed.embedUrl).pathname, { headers: { accept: "application/json" } })
     return bodyOf(PageToken, page).respondentToken
   })
 
@@ -302,26 +307,21 @@ describe.runIf(testDatabase === "postgres")("an erasure and a save of the same p
   it.effect("a save that comes after the erasure began is refused, and nothing of the person is left", () =>
     Effect.gen(function*() {
       // The person's survey page is open: an embed session's token, made before the erasure.
-      const token = yield* embedToken("person-racing")
+      const respondent = yield* clientFor(yield* embedToken("person-racing"))
+      const api = yield* clientFor(TOKENS.editor)
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // Something holds the person's token row while the erasure and then the save arrive.
       yield* onOutside(holder, "BEGIN")
       yield* onOutside(holder, "SELECT token_hash FROM respondent_tokens WHERE external_user_id = 'person-racing' FOR UPDATE")
-      const erasing = yield* Effect.fork(call("POST", "/api/v1/erasures", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ externalUserId: "person-racing" })
-      }))
+      const erasing = yield* Effect.fork(outcomeOf(api.erasures.create({ payload: { externalUserId: "person-racing" } })))
       yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
-      const saving = yield* Effect.fork(call("POST", "/respond/v1/responses", {
-        token,
-        body: JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
-      }))
+      const saving = yield* Effect.fork(outcomeOf(respondent.respondent.start({ payload: completion, headers: {} })))
       yield* waitingOrDone(observer, saving, 2)
       yield* onOutside(holder, "COMMIT")
 
-      expect((yield* Fiber.join(erasing)).status).toBe(200)
-      expect((yield* Fiber.join(saving)).status).toBe(401)
+      expect(yield* Fiber.join(erasing)).toBe("ok")
+      expect(yield* Fiber.join(saving)).toBe("Unauthorized")
       const sql = yield* SqlClient.SqlClient
       const left = decodeAs(Schema.Array(Count), yield* sql`
         SELECT (SELECT count(*) FROM responses WHERE external_user_id = 'person-racing')
@@ -351,21 +351,19 @@ const writtenByWaiter = (observer: Pg.Client) =>
     (result) => decodeAs(Schema.Array(Schema.Struct({ name: Schema.String })), result.rows).map((r) => r.name).sort()
   )
 
-const completion = JSON.stringify({ answers: [{ questionId: "q_pick", values: ["a"] }], finished: true })
 
 describe.runIf(testDatabase === "postgres")("the survey's row is taken last in a save on PostgreSQL", () => {
   it.effect("a new response waiting for its survey's count has already written everything else, its survey's clock among it", () =>
     Effect.gen(function*() {
-      const page = yield* call("GET", "/s/srv_main", { headers: { accept: "application/json" } })
-      const token = bodyOf(PageToken, page).respondentToken
+      const respondent = yield* clientFor(yield* pageToken)
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       yield* holdSurvey(holder, "srv_main")
-      const saving = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
+      const saving = yield* Effect.fork(outcomeOf(respondent.respondent.start({ payload: completion, headers: {} })))
       yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
       const written = yield* writtenByWaiter(observer)
       yield* onOutside(holder, "COMMIT")
-      expect((yield* Fiber.join(saving)).status).toBe(201)
+      expect(yield* Fiber.join(saving)).toBe("ok")
       expect(written).toEqual(
         expect.arrayContaining(["answers", "events", "respondent_responses", "response_changes", "response_clock", "responses"])
       )
@@ -373,19 +371,20 @@ describe.runIf(testDatabase === "postgres")("the survey's row is taken last in a
 
   it.effect("of two saves that may each start an embed link's one response, the second is refused", () =>
     Effect.gen(function*() {
-      const token = yield* embedToken("person-twice")
+      const respondent = yield* clientFor(yield* embedToken("person-twice"))
+      const save = outcomeOf(respondent.respondent.start({ payload: completion, headers: {} }))
       const holder = yield* outsideConnection
       const observer = yield* outsideConnection
       // The first save gets as far as counting its response and waits there; the second comes meanwhile.
       yield* holdSurvey(holder, "srv_main")
-      const first = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
+      const first = yield* Effect.fork(save)
       yield* eventually(serviceLockWaiters(observer), (n) => n === 1)
-      const second = yield* Effect.fork(call("POST", "/respond/v1/responses", { token, body: completion }))
+      const second = yield* Effect.fork(save)
       yield* waitingOrDone(observer, second, 2)
       yield* onOutside(holder, "COMMIT")
 
-      expect((yield* Fiber.join(first)).status).toBe(201)
-      expect((yield* Fiber.join(second)).status).toBe(400)
+      expect(yield* Fiber.join(first)).toBe("ok")
+      expect(yield* Fiber.join(second)).toBe("InvalidRequest")
       const sql = yield* SqlClient.SqlClient
       const stored = decodeAs(Schema.Array(Count), yield* sql`
         SELECT count(*) AS n FROM responses WHERE external_user_id = 'person-twice'`.pipe(Effect.orDie))

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient, Statement } from "@effect/sql"
 import { Deferred, Effect, Redacted, TestClock } from "effect"
+import { clientAt } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { PROCESS_TEST_TIMEOUT, request, serveProcess, sharedDatabase, within } from "./support/ServeProcess.js"
 import { tcpProxy } from "./support/TcpProxy.js"
@@ -110,17 +111,12 @@ describe("GET /readyz on a draining serve process", () => {
       const released = yield* Deferred.make<void>()
       const target = yield* receiver(() => Effect.runPromise(Effect.as(Deferred.await(released), new Response("ok"))))
       const server = yield* serveProcess(db.flags)
-      const editor = { authorization: `Bearer ${TOKENS.editor}` }
-      const registered = yield* request(`${server.base}/api/v1/webhooks`, {
-        method: "PUT",
-        headers: { ...editor, "content-type": "application/json" },
-        body: JSON.stringify({ targetUrl: target.url })
-      })
-      expect(registered.status).toBe(200)
+      const api = yield* clientAt(server.base, TOKENS.editor)
+      yield* api.workspaceWebhooks.put({ payload: { targetUrl: target.url } })
       expect(yield* request(`${server.base}/readyz`)).toMatchObject({ status: 200, text: `{"status":"ready"}` })
 
       // A request in flight: the test event waits on the receiver until released.
-      const testEvent = yield* Effect.fork(request(`${server.base}/api/v1/webhooks/test`, { method: "POST", headers: editor }))
+      const testEvent = yield* Effect.fork(api.workspaceWebhooks.test())
       yield* within("the test event at the receiver", target.receivedAtLeast(1))
 
       server.proc.kill("SIGTERM")
@@ -133,7 +129,7 @@ describe("GET /readyz on a draining serve process", () => {
       expect(health.text).toContain("service_unavailable")
 
       yield* Deferred.succeed(released, undefined)
-      expect((yield* Effect.flatten(testEvent.await)).status).toBe(200)
+      expect(yield* Effect.flatten(testEvent.await)).toEqual({ delivered: true })
       expect(yield* within("the process to exit", Effect.promise(() => server.proc.exited))).toBe(0)
     }).pipe(Effect.scoped), PROCESS_TEST_TIMEOUT)
 })

@@ -1,36 +1,69 @@
+import type { HttpClientResponse } from "@effect/platform"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Schema, TestClock } from "effect"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
+import { SurveyId } from "../src/Domain/Ids.js"
 import { toIso } from "../src/Domain/Time.js"
 import { purgeOnce } from "../src/Webhooks/Purge.js"
-import { SecretRotated, WebhookRegistered, WebhookSettings } from "../src/Webhooks/Api.js"
+import { SecretRotated } from "../src/Webhooks/Api.js"
 import { advance } from "./support/Advance.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
-import { bodyOf, call, ErrorBody, get, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, ErrorBody, TestServer } from "./support/TestServer.js"
 import { type Received, receiver } from "./support/WebhookReceiver.js"
 import { complete, register, WebhookWorld } from "./support/WebhookWorld.js"
 
 const DAY = 24 * 60 * 60 * 1000
 
-const rotate = (path: string, options: { readonly body?: string; readonly token?: string } = {}) =>
-  call("POST", `/api/v1${path}/secret/rotate`, {
-    token: options.token ?? TOKENS.editor,
-    ...(options.body === undefined ? {} : { body: options.body })
+/** A webhook: the workspace's (`/webhooks`), or a survey's (`/surveys/{id}/webhook`). */
+interface Hook {
+  readonly path: string
+  readonly surveyId?: SurveyId
+}
+
+const workspaceHook: Hook = { path: "/webhooks" }
+const surveyHook = (id: string): Hook => ({ path: `/surveys/${id}/webhook`, surveyId: SurveyId.make(id) })
+
+/**
+ * A rotation with a body, raw: the contract declares none (the body is optional, which a payload
+ * cannot say), so the typed client sends no secret and no malformed body.
+ */
+const rotateWithBody = (hook: Hook, body: string) => call("POST", `/api/v1${hook.path}/secret/rotate`, { token: TOKENS.editor, body })
+
+/** Rotates the secret of `hook` as `token`, answering the rotation with its response. */
+const rotation = (hook: Hook, token: string = TOKENS.editor) =>
+  Effect.flatMap(clientFor(token), (api) =>
+    hook.surveyId === undefined
+      ? api.workspaceWebhooks.rotateSecret({ withResponse: true })
+      : api.surveyWebhook.rotateSecret({ path: { id: hook.surveyId }, withResponse: true }))
+
+/** The body of an answer the typed client decoded, as it came: with any field the client would drop. */
+const textOf = (answer: HttpClientResponse.HttpClientResponse) =>
+  Effect.orDie(Effect.map(answer.arrayBuffer, (bytes) => new TextDecoder().decode(bytes)))
+
+/** Rotates the secret of `hook` to a new random one; answers the rotation, which carries no signing secret field. */
+const rotated = (hook: Hook) =>
+  Effect.gen(function*() {
+    const [made, answer] = yield* rotation(hook)
+    expect(yield* textOf(answer)).not.toContain("signingSecret")
+    return made
   })
 
-/** Rotates the secret of the webhook at `path` (`/webhooks` or `/surveys/{id}/webhook`); answers the rotation. */
-const rotated = (path: string, secret?: string) =>
+/** Rotates the secret of `hook` to `secret`. */
+const rotatedTo = (hook: Hook, secret: string) =>
   Effect.gen(function*() {
-    const res = yield* rotate(path, secret === undefined ? {} : { body: JSON.stringify({ secret }) })
+    const res = yield* rotateWithBody(hook, JSON.stringify({ secret }))
     if (res.status !== 200) return yield* Effect.dieMessage(`rotation answered ${res.status}: ${res.text}`)
     expect(res.text).not.toContain("signingSecret")
     return bodyOf(SecretRotated, res)
   })
 
-const settingsOf = (path: string) => Effect.map(get(`/api/v1${path}`, TOKENS.editor), (res) => bodyOf(WebhookSettings, res))
+const settingsOf = (hook: Hook) =>
+  Effect.flatMap(clientFor(TOKENS.editor), (api) =>
+    hook.surveyId === undefined ? api.workspaceWebhooks.get() : api.surveyWebhook.get({ path: { id: hook.surveyId } }))
 
 const signaturesOf = (request: Received) => (request.headers["webhook-signature"] ?? "").split(" ")
 
@@ -67,7 +100,10 @@ const refusingFirstTries = () => {
   })
 }
 
-const testEvent = (path: string) => call("POST", `/api/v1${path}/test`, { token: TOKENS.editor })
+/** Sends a test event to `hook`; answers whether it was delivered. */
+const testEvent = (hook: Hook) =>
+  Effect.flatMap(clientFor(TOKENS.editor), (api) =>
+    hook.surveyId === undefined ? api.workspaceWebhooks.test() : api.surveyWebhook.test({ path: { id: hook.surveyId } }))
 
 /** The outbox is polled hourly, so that a day passes in a few rounds of the worker. */
 const hourly = WebhookWorld({ pollInterval: Duration.hours(1) })
@@ -81,6 +117,7 @@ describe("rotating a webhook's signing secret", () => {
       Effect.gen(function*() {
         const target = yield* refusingFirstTries()
         const first = yield* register(target.url)
+        const api = yield* clientFor(TOKENS.editor)
         const stranger = `whsec_${Buffer.alloc(32, 7).toString("base64")}`
         let seen = 0
         /** An event's first attempt and retry, its redelivery and that one's retry, and a test event. */
@@ -91,13 +128,14 @@ describe("rotating a webhook's signing secret", () => {
             yield* target.receivedAtLeast(seen + 1)
             yield* advance("6 seconds")
             yield* target.receivedAtLeast(seen + 2)
-            const redelivery = yield* call("POST", `/api/v1/webhooks/events/${event.id}/redeliver`, { token: TOKENS.editor })
-            expect(redelivery.status).toBe(202)
+            const redelivery = yield* api.workspaceWebhooks.redeliver({ path: { eventId: event.id } })
+            expect(redelivery).toEqual({ eventId: event.id, queued: true })
             yield* advance("1 second")
             yield* target.receivedAtLeast(seen + 3)
             yield* advance("6 seconds")
             yield* target.receivedAtLeast(seen + 4)
-            expect((yield* testEvent("/webhooks")).status).toBe(200)
+            // The receiver refuses every first attempt of an id, the test event's among them.
+            expect(yield* testEvent(workspaceHook)).toEqual({ delivered: false })
             const all = yield* target.receivedAtLeast(seen + 5)
             const these = all.slice(seen)
             seen = all.length
@@ -105,19 +143,19 @@ describe("rotating a webhook's signing secret", () => {
             return these
           })
 
-        const second = yield* rotated("/webhooks")
+        const second = yield* rotated(workspaceHook)
         expect(second.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
         expect(second.previousSecretExpiresAt).toBe(toIso((yield* TestClock.currentTimeMillis) + DAY))
         expectSignedByEach(yield* everyKindOfAttempt("rsp_1"), [second.secret, first], stranger)
 
         const chosen = `whsec_${Buffer.alloc(24, 1).toString("base64")}`
-        const third = yield* rotated("/webhooks", chosen)
+        const third = yield* rotatedTo(workspaceHook, chosen)
         expect(third.secret).toBe(chosen)
         expectSignedByEach(yield* everyKindOfAttempt("rsp_2"), [chosen, second.secret, first], stranger)
         // The secrets appear in no answer but the rotation's.
-        const read = yield* get("/api/v1/webhooks", TOKENS.editor)
-        expect(read.text).not.toContain("whsec_")
-        expect(bodyOf(WebhookSettings, read).previousSecretExpiresAt).toBe(third.previousSecretExpiresAt)
+        const [read, answer] = yield* api.workspaceWebhooks.get({ withResponse: true })
+        expect(yield* textOf(answer)).not.toContain("whsec_")
+        expect(read.previousSecretExpiresAt).toBe(third.previousSecretExpiresAt)
       }).pipe(Effect.provide(WebhookWorld()), Effect.scoped)
     ))
 
@@ -125,21 +163,21 @@ describe("rotating a webhook's signing secret", () => {
     Effect.gen(function*() {
       const target = yield* receiver()
       const first = yield* register(target.url, "srv_main")
-      const path = "/surveys/srv_main/webhook"
-      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBeNull()
+      const hook = surveyHook("srv_main")
+      expect((yield* settingsOf(hook)).previousSecretExpiresAt).toBeNull()
       const start = yield* TestClock.currentTimeMillis
-      const second = yield* rotated(path)
-      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBe(toIso(start + DAY))
+      const second = yield* rotated(hook)
+      expect((yield* settingsOf(hook)).previousSecretExpiresAt).toBe(toIso(start + DAY))
       yield* advance(Duration.millis(DAY - 1))
-      expect((yield* testEvent(path)).status).toBe(200)
+      expect(yield* testEvent(hook)).toEqual({ delivered: true })
       const [before] = yield* target.receivedAtLeast(1)
       if (before === undefined) return yield* Effect.dieMessage("no test event")
       expect(signaturesOf(before)).toEqual([signedBy(second.secret, before), signedBy(first, before)])
-      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBe(toIso(start + DAY))
+      expect((yield* settingsOf(hook)).previousSecretExpiresAt).toBe(toIso(start + DAY))
 
       yield* advance("1 millis")
-      expect((yield* settingsOf(path)).previousSecretExpiresAt).toBeNull()
-      expect((yield* testEvent(path)).status).toBe(200)
+      expect((yield* settingsOf(hook)).previousSecretExpiresAt).toBeNull()
+      expect(yield* testEvent(hook)).toEqual({ delivered: true })
       yield* complete("srv_main", "ws_a", "rsp_3")
       yield* advance("1 hour")
       const after = (yield* target.receivedAtLeast(3)).slice(1)
@@ -154,20 +192,20 @@ describe("rotating a webhook's signing secret", () => {
       const secrets = [yield* register(target.url)]
       const start = yield* TestClock.currentTimeMillis
       for (let i = 0; i < 7; i++) {
-        secrets.unshift((yield* rotated("/webhooks")).secret)
+        secrets.unshift((yield* rotated(workspaceHook)).secret)
         yield* advance("1 hour")
       }
       // Seven rotations: the current secret and the five most recent replaced ones.
-      expect((yield* testEvent("/webhooks")).status).toBe(200)
+      expect(yield* testEvent(workspaceHook)).toEqual({ delivered: true })
       const [six] = yield* target.receivedAtLeast(1)
       if (six === undefined) return yield* Effect.dieMessage("no test event")
       expect(signaturesOf(six)).toEqual(secrets.slice(0, 6).map((secret) => signedBy(secret, six)))
       // The last rotation, 1 hour ago, sets when the overlap ends.
-      expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBe(toIso(start + 6 * 3_600_000 + DAY))
+      expect((yield* settingsOf(workspaceHook)).previousSecretExpiresAt).toBe(toIso(start + 6 * 3_600_000 + DAY))
 
       // 24 hours after the fourth rotation: the secrets it and the earlier ones replaced are no longer honoured.
       yield* advance(Duration.millis(DAY - 4 * 3_600_000))
-      expect((yield* testEvent("/webhooks")).status).toBe(200)
+      expect(yield* testEvent(workspaceHook)).toEqual({ delivered: true })
       const [, four] = yield* target.receivedAtLeast(2)
       if (four === undefined) return yield* Effect.dieMessage("no test event")
       expect(signaturesOf(four)).toEqual(secrets.slice(0, 4).map((secret) => signedBy(secret, four)))
@@ -177,9 +215,9 @@ describe("rotating a webhook's signing secret", () => {
     Effect.gen(function*() {
       const target = yield* receiver()
       const first = yield* register(target.url)
-      const second = (yield* rotated("/webhooks")).secret
+      const second = (yield* rotated(workspaceHook)).secret
       yield* advance("12 hours")
-      yield* rotated("/webhooks")
+      yield* rotated(workspaceHook)
       const sql = yield* SqlClient.SqlClient
       const stored = Effect.map(
         sql`SELECT previous_secrets AS p FROM webhooks WHERE workspace_id = 'ws_a' AND survey_id IS NULL`.pipe(Effect.orDie),
@@ -196,22 +234,18 @@ describe("rotating a webhook's signing secret", () => {
       yield* advance("12 hours")
       yield* purgeOnce
       expect(yield* stored).toBe("[]")
-      expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
+      expect((yield* settingsOf(workspaceHook)).previousSecretExpiresAt).toBeNull()
     }).pipe(Effect.provide(hourly), Effect.scoped))
 
   it.effect("a PUT registering the webhook again replaces the secret at once, without an overlap", () =>
     Effect.gen(function*() {
       const target = yield* receiver()
       yield* register(target.url)
-      yield* rotated("/webhooks")
-      yield* rotated("/webhooks")
-      const registered = yield* call("PUT", "/api/v1/webhooks", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ targetUrl: target.url })
-      })
-      const secret = bodyOf(WebhookRegistered, registered).signingSecret
-      expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
-      expect((yield* testEvent("/webhooks")).status).toBe(200)
+      yield* rotated(workspaceHook)
+      yield* rotated(workspaceHook)
+      const secret = yield* register(target.url)
+      expect((yield* settingsOf(workspaceHook)).previousSecretExpiresAt).toBeNull()
+      expect(yield* testEvent(workspaceHook)).toEqual({ delivered: true })
       yield* complete("srv_main")
       yield* advance("1 second")
       const received = yield* target.receivedAtLeast(2)
@@ -219,60 +253,51 @@ describe("rotating a webhook's signing secret", () => {
     }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
 })
 
-const putWebhook = (path: string, token: string = TOKENS.editor) =>
-  Effect.gen(function*() {
-    const res = yield* call("PUT", `/api/v1${path}`, {
-      token,
-      body: JSON.stringify({ targetUrl: "http://127.0.0.1:9/rotation" })
-    })
-    expect(res.status).toBe(200)
-  })
+/** How a rotation of `hook`'s secret as `token` ends: "ok", or its error's tag. */
+const rotationOutcome = (hook: Hook, token?: string) => outcomeOf(rotation(hook, token))
 
-const refused = (res: { readonly status: number; readonly body: unknown }, status: number, code: string) => {
-  expect(res.status).toBe(status)
-  expect(bodyOf(ErrorBody, res).code).toBe(code)
-}
+const someTarget = "http://127.0.0.1:9/rotation"
 
 layer(TestServer(baseFixture, { webhookAllowPrivateTargets: true }))(
   "secret rotation requests",
   (it) => {
     it.effect("follow the scope rules: editor key, workspace key for the workspace webhook, a webhook in the scope", () =>
       Effect.gen(function*() {
+        const main = surveyHook("srv_main")
         // No webhook in the scope.
-        refused(yield* rotate("/webhooks"), 400, "invalid_request")
-        refused(yield* rotate("/surveys/srv_main/webhook"), 400, "invalid_request")
-        yield* putWebhook("/webhooks")
-        yield* putWebhook("/surveys/srv_main/webhook")
+        expect(yield* rotationOutcome(workspaceHook)).toBe("InvalidRequest")
+        expect(yield* rotationOutcome(main)).toBe("InvalidRequest")
+        yield* register(someTarget)
+        yield* register(someTarget, "srv_main")
         // Viewers write nothing; a survey-limited key has no workspace webhook and only its surveys.
-        refused(yield* rotate("/webhooks", { token: TOKENS.viewer }), 403, "forbidden")
-        refused(yield* rotate("/surveys/srv_main/webhook", { token: TOKENS.viewer }), 403, "forbidden")
-        refused(yield* rotate("/webhooks", { token: TOKENS.limited }), 403, "forbidden")
-        refused(yield* rotate("/surveys/srv_draft/webhook", { token: TOKENS.limited }), 403, "forbidden")
+        expect(yield* rotationOutcome(workspaceHook, TOKENS.viewer)).toBe("Forbidden")
+        expect(yield* rotationOutcome(main, TOKENS.viewer)).toBe("Forbidden")
+        expect(yield* rotationOutcome(workspaceHook, TOKENS.limited)).toBe("Forbidden")
+        expect(yield* rotationOutcome(surveyHook("srv_draft"), TOKENS.limited)).toBe("Forbidden")
         for (const id of ["srv_other", "srv_trashed", "srv_nope"]) {
-          refused(yield* rotate(`/surveys/${id}/webhook`), 404, "not_found")
+          expect(yield* rotationOutcome(surveyHook(id)), id).toBe("NotFound")
         }
-        refused(yield* rotate("/surveys/srv_draft/webhook"), 400, "invalid_request")
-        expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
-        expect((yield* settingsOf("/surveys/srv_main/webhook")).previousSecretExpiresAt).toBeNull()
+        expect(yield* rotationOutcome(surveyHook("srv_draft"))).toBe("InvalidRequest")
+        expect((yield* settingsOf(workspaceHook)).previousSecretExpiresAt).toBeNull()
+        expect((yield* settingsOf(main)).previousSecretExpiresAt).toBeNull()
 
         // A survey-limited key rotates its survey's webhook; the workspace webhook is another scope.
-        const res = yield* rotate("/surveys/srv_main/webhook", { token: TOKENS.limited })
-        expect(res.status).toBe(200)
-        expect((yield* settingsOf("/surveys/srv_main/webhook")).previousSecretExpiresAt).not.toBeNull()
-        expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).toBeNull()
-        expect((yield* rotate("/webhooks")).status).toBe(200)
-        expect((yield* settingsOf("/webhooks")).previousSecretExpiresAt).not.toBeNull()
+        expect(yield* rotationOutcome(main, TOKENS.limited)).toBe("ok")
+        expect((yield* settingsOf(main)).previousSecretExpiresAt).not.toBeNull()
+        expect((yield* settingsOf(workspaceHook)).previousSecretExpiresAt).toBeNull()
+        expect(yield* rotationOutcome(workspaceHook)).toBe("ok")
+        expect((yield* settingsOf(workspaceHook)).previousSecretExpiresAt).not.toBeNull()
 
         // Removed: nothing to rotate.
-        expect((yield* call("DELETE", "/api/v1/webhooks", { token: TOKENS.editor })).status).toBe(204)
-        refused(yield* rotate("/webhooks"), 400, "invalid_request")
-        const other = yield* rotate("/webhooks", { token: TOKENS.other })
-        refused(other, 400, "invalid_request")
+        yield* Effect.flatMap(clientFor(TOKENS.editor), (api) => api.workspaceWebhooks.delete())
+        expect(yield* rotationOutcome(workspaceHook)).toBe("InvalidRequest")
+        expect(yield* rotationOutcome(workspaceHook, TOKENS.other)).toBe("InvalidRequest")
       }))
 
     it.effect("refuse bad bodies with 400 naming the field, and change nothing", () =>
       Effect.gen(function*() {
-        yield* putWebhook("/surveys/srv_closed/webhook")
+        const closed = surveyHook("srv_closed")
+        yield* register(someTarget, "srv_closed")
         const bytes = (n: number) => `whsec_${Buffer.alloc(n, 9).toString("base64")}`
         const cases: ReadonlyArray<readonly [string, string]> = [
           [JSON.stringify({ secret: bytes(23) }), "secret"],
@@ -288,18 +313,19 @@ layer(TestServer(baseFixture, { webhookAllowPrivateTargets: true }))(
           ["{\"secret\":", ""]
         ]
         for (const [body, path] of cases) {
-          const res = yield* rotate("/surveys/srv_closed/webhook", { body })
+          const res = yield* rotateWithBody(closed, body)
           expect(res.status, body).toBe(400)
           const error = bodyOf(ErrorBody, res)
           expect(error.code, body).toBe("invalid_request")
           expect(error.issues?.map((issue) => issue.path), body).toContain(path)
         }
-        expect((yield* settingsOf("/surveys/srv_closed/webhook")).previousSecretExpiresAt).toBeNull()
+        expect((yield* settingsOf(closed)).previousSecretExpiresAt).toBeNull()
         // The extremes are taken; an empty object and no body generate a secret.
-        for (const body of [JSON.stringify({ secret: bytes(24) }), JSON.stringify({ secret: bytes(64) }), "{}", undefined]) {
-          const res = yield* rotate("/surveys/srv_closed/webhook", body === undefined ? {} : { body })
+        for (const body of [JSON.stringify({ secret: bytes(24) }), JSON.stringify({ secret: bytes(64) }), "{}"]) {
+          const res = yield* rotateWithBody(closed, body)
           expect(res.status, body).toBe(200)
         }
+        expect(yield* rotationOutcome(closed)).toBe("ok")
       }))
   }
 )
@@ -350,7 +376,7 @@ describe("the documented receiver", () => {
       }
       const sentTest = Effect.gen(function*() {
         const before = (yield* target.received).length
-        expect((yield* testEvent("/webhooks")).status).toBe(200)
+        expect(yield* testEvent(workspaceHook)).toEqual({ delivered: true })
         const [request] = (yield* target.receivedAtLeast(before + 1)).slice(before)
         if (request === undefined) return yield* Effect.dieMessage("no test event")
         return request
@@ -359,19 +385,16 @@ describe("the documented receiver", () => {
 
       const before = yield* sentTest
       expect(verifies([old], before)).toBe(true)
-      const { secret } = yield* rotated("/webhooks")
+      const { secret } = yield* rotated(workspaceHook)
       const during = yield* sentTest
       for (const [label, held] of Object.entries({ both: [secret, old], new: [secret], old: [old], oldAfterAnother: [stranger, old] })) {
         expect(verifies(held, during), label).toBe(true)
       }
       expect(verifies([stranger], during)).toBe(false)
 
-      const registered = yield* call("PUT", "/api/v1/webhooks", {
-        token: TOKENS.editor,
-        body: JSON.stringify({ targetUrl: target.url })
-      })
+      const registered = yield* register(target.url)
       const replaced = yield* sentTest
       expect(verifies([secret, old], replaced)).toBe(false)
-      expect(verifies([bodyOf(WebhookRegistered, registered).signingSecret], replaced)).toBe(true)
+      expect(verifies([registered], replaced)).toBe(true)
     }).pipe(Effect.provide(WebhookWorld()), Effect.scoped))
 })

@@ -1,50 +1,59 @@
+import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Clock, Deferred, Effect, FastCheck as fc, Fiber, Option, Ref, Schema, TestClock } from "effect"
+import { Api } from "../src/Api.js"
 import { ResponseId, SurveyId } from "../src/Domain/Ids.js"
-import { SurveyResponse } from "../src/Domain/Response.js"
+import type { SurveyResponse } from "../src/Domain/Response.js"
 import { toIso } from "../src/Domain/Time.js"
-import { ResponsePage } from "../src/Responses/Api.js"
+import type { ResponsePage, ResponsePageParams } from "../src/Responses/Api.js"
 import { answerDocument } from "../src/Responses/AnswerDocumentRepo.js"
 import { type Change, ChangeClockRepo } from "../src/Responses/ChangeClockRepo.js"
 import { ResponseRepo } from "../src/Responses/ResponseRepo.js"
 import { Transactions } from "../src/Sql/Transactions.js"
+import { clientFor, outcomeOf } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { outsideConnection, waitingOrDone } from "./support/OutsideConnection.js"
-import { bodyOf, call, decodeAs, get, testDatabase, TestServer } from "./support/TestServer.js"
+import { bodyOf, call, get, testDatabase, TestServer } from "./support/TestServer.js"
 
-/** A page of responses as the API encodes it. */
-const PageBody = Schema.encodedSchema(ResponsePage)
-type Item = typeof PageBody.Type["data"][number]
+/** The typed client of the API, as one key or one respondent token. */
+type Client = Effect.Effect.Success<ReturnType<typeof clientFor>>
+type Item = SurveyResponse
+type Page = typeof ResponsePage.Type
+type ListParams = typeof ResponsePageParams.Type
 const PageOpen = Schema.Struct({ respondentToken: Schema.String })
-const Saved = Schema.Struct({ responseId: Schema.String })
 
-const list = (surveyId: string, query: string, token: string = TOKENS.editor) =>
-  Effect.map(get(`/api/v1/surveys/${surveyId}/responses?${query}`, token), (res) => {
-    expect(res.status, `${query}: ${res.text}`).toBe(200)
-    return decodeAs(PageBody, res.body)
-  })
+/** The editor's client: made once a test, as each client is built from the whole API. */
+const editor = clientFor(TOKENS.editor)
+
+const list = (api: Client, surveyId: string, urlParams: ListParams = {}) =>
+  api.responses.list({ path: { id: SurveyId.make(surveyId) }, urlParams })
 
 const ids = (page: { readonly data: ReadonlyArray<Item> }) => page.data.map((r) => r.id)
 
-/** A respondent token of a published survey, as its page hands it out. */
-const respondentToken = (surveyId: string) =>
-  Effect.map(call("GET", `/s/${surveyId}`, { headers: { accept: "application/json" } }), (res) => {
+/**
+ * A respondent of a published survey: the typed client of the respondent API sending the token its
+ * page hands out (raw: the page is outside the HttpApi). The group's client alone, as the property
+ * tests make one for every respondent and a client of the whole API is built from all its endpoints.
+ */
+const respondentOf = (surveyId: string) =>
+  Effect.gen(function*() {
+    const res = yield* call("GET", `/s/${surveyId}`, { headers: { accept: "application/json" } })
     expect(res.status).toBe(200)
-    return bodyOf(PageOpen, res).respondentToken
+    const token = bodyOf(PageOpen, res).respondentToken
+    const httpClient = HttpClient.mapRequest(yield* HttpClient.HttpClient, HttpClientRequest.bearerToken(token))
+    return yield* HttpApiClient.group(Api, { group: "respondent", httpClient })
   })
 
-const save = (token: string, surveyText: string, finished: boolean, responseId?: string) =>
-  Effect.map(
-    call(responseId === undefined ? "POST" : "PATCH", `/respond/v1/responses${responseId === undefined ? "" : `/${responseId}`}`, {
-      token,
-      body: JSON.stringify({ answers: [{ questionId: surveyText, values: [`v${Math.random()}`] }], finished })
-    }),
-    (res) => {
-      expect(res.status, res.text).toBe(responseId === undefined ? 201 : 200)
-      return bodyOf(Saved, res).responseId
-    }
-  )
+type Respondent = Effect.Effect.Success<ReturnType<typeof respondentOf>>
+
+/** Saves one answer to `questionId` as `respondent`: a new response, or `responseId` again; answers the response's id. */
+const save = (respondent: Respondent, questionId: string, finished: boolean, responseId?: string) => {
+  const payload = { answers: [{ questionId, values: [`v${Math.random()}`] }], finished }
+  return responseId === undefined
+    ? Effect.map(respondent.start({ payload, headers: {} }), (saved) => saved.responseId)
+    : Effect.map(respondent.save({ path: { responseId }, payload }), (saved) => saved.responseId)
+}
 
 /** A published survey with one free-text question, written straight into the database. */
 const newSurvey = (surveyId: string) =>
@@ -59,7 +68,8 @@ const newSurvey = (surveyId: string) =>
 layer(TestServer(baseFixture))("sync by change", (it) => {
   it.effect("updatedAt is the createdAt until the first change, and completing is a change", () =>
     Effect.gen(function*() {
-      const page = yield* list("srv_main", "")
+      const api = yield* editor
+      const page = yield* list(api, "srv_main")
       expect(page.data.map((r) => [r.id, r.createdAt, r.updatedAt])).toEqual([
         ["rsp_1", "2026-01-10T00:00:00.000Z", "2026-01-10T00:05:00.000Z"],
         ["rsp_2", "2026-01-11T00:00:00.000Z", "2026-01-11T00:00:00.000Z"],
@@ -67,16 +77,13 @@ layer(TestServer(baseFixture))("sync by change", (it) => {
       ])
       const question = yield* newSurvey("srv_sync_basic")
       yield* TestClock.setTime(Date.parse("2026-03-01T10:00:00.000Z"))
-      const token = yield* respondentToken("srv_sync_basic")
-      const id = yield* save(token, question, false)
-      const created = bodyOf(Schema.encodedSchema(SurveyResponse), (yield* get(
-        `/api/v1/surveys/srv_sync_basic/responses/${id}`,
-        TOKENS.editor
-      )))
+      const respondent = yield* respondentOf("srv_sync_basic")
+      const id = yield* save(respondent, question, false)
+      const created = yield* api.responses.get({ path: { id: SurveyId.make("srv_sync_basic"), responseId: ResponseId.make(id) } })
       expect([created.createdAt, created.updatedAt]).toEqual(["2026-03-01T10:00:00.000Z", "2026-03-01T10:00:00.000Z"])
       yield* TestClock.setTime(Date.parse("2026-03-01T10:05:00.000Z"))
-      yield* save(token, question, true, id)
-      const done = (yield* list("srv_sync_basic", "updatedAfter=2026-03-01T10:00:00.001Z")).data
+      yield* save(respondent, question, true, id)
+      const done = (yield* list(api, "srv_sync_basic", { updatedAfter: "2026-03-01T10:00:00.001Z" })).data
       expect(done.map((r) => [r.id, r.createdAt, r.updatedAt, r.completedAt])).toEqual([
         [id, "2026-03-01T10:00:00.000Z", "2026-03-01T10:05:00.000Z", "2026-03-01T10:05:00.000Z"]
       ])
@@ -84,47 +91,54 @@ layer(TestServer(baseFixture))("sync by change", (it) => {
 
   it.effect("lists by updatedAt then id, inclusive, combinable with status, paged by its own cursors", () =>
     Effect.gen(function*() {
-      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-10T00:05:00.000Z"))).toEqual(["rsp_1", "rsp_2", "rsp_3"])
-      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-10T00:05:00.001Z"))).toEqual(["rsp_2", "rsp_3"])
+      const api = yield* editor
+      const changedAfter = (updatedAfter: string, more: ListParams = {}) => list(api, "srv_main", { updatedAfter, ...more })
+      expect(ids(yield* changedAfter("2026-01-10T00:05:00.000Z"))).toEqual(["rsp_1", "rsp_2", "rsp_3"])
+      expect(ids(yield* changedAfter("2026-01-10T00:05:00.001Z"))).toEqual(["rsp_2", "rsp_3"])
       // Another offset names the same instant.
-      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-11T01:00:00%2B01:00"))).toEqual(["rsp_2", "rsp_3"])
-      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-01T00:00:00Z&status=completed"))).toEqual(["rsp_1", "rsp_3"])
-      expect(ids(yield* list("srv_main", "updatedAfter=2026-01-01T00:00:00Z&status=incomplete"))).toEqual(["rsp_2"])
+      expect(ids(yield* changedAfter("2026-01-11T01:00:00+01:00"))).toEqual(["rsp_2", "rsp_3"])
+      expect(ids(yield* changedAfter("2026-01-01T00:00:00Z", { status: "completed" }))).toEqual(["rsp_1", "rsp_3"])
+      expect(ids(yield* changedAfter("2026-01-01T00:00:00Z", { status: "incomplete" }))).toEqual(["rsp_2"])
 
-      const first = yield* list("srv_main", "updatedAfter=2026-01-01T00:00:00Z&limit=2")
+      const first = yield* changedAfter("2026-01-01T00:00:00Z", { limit: 2 })
       expect(ids(first)).toEqual(["rsp_1", "rsp_2"])
       const cursor = first.nextCursor ?? ""
-      expect(ids(yield* list("srv_main", `updatedAfter=2026-01-01T00:00:00Z&limit=2&cursor=${cursor}`))).toEqual(["rsp_3"])
+      expect(ids(yield* changedAfter("2026-01-01T00:00:00Z", { limit: 2, cursor }))).toEqual(["rsp_3"])
     }))
 
   it.effect("bad input: no instant, both filters, a cursor of another order or filter; 400 naming the parameter", () =>
     Effect.gen(function*() {
-      const path = "/api/v1/surveys/srv_main/responses"
-      const byCreated = (yield* list("srv_main", "limit=1")).nextCursor ?? ""
-      const byChange = (yield* list("srv_main", "limit=1&updatedAfter=2026-01-01T00:00:00Z")).nextCursor ?? ""
-      const cases: ReadonlyArray<readonly [string, string]> = [
-        ["updatedAfter=yesterday", "updatedAfter"],
-        ["updatedAfter=2026-01-11", "updatedAfter"],
-        ["updatedAfter=2026-01-11T00:00:00", "updatedAfter"],
-        ["updatedAfter=2026-02-30T00:00:00Z", "updatedAfter"],
-        ["updatedAfter=", "updatedAfter"],
-        ["updatedAfter=2026-01-01T00:00:00Z&createdAfter=2026-01-01T00:00:00Z", "updatedAfter"],
-        [`updatedAfter=2026-01-01T00:00:00Z&cursor=${byCreated}`, "cursor"],
-        [`cursor=${byChange}`, "cursor"],
-        [`updatedAfter=2026-01-02T00:00:00Z&cursor=${byChange}`, "cursor"],
-        [`updatedAfter=2026-01-01T00:00:00Z&status=completed&cursor=${byChange}`, "cursor"]
-      ]
-      for (const [query, param] of cases) {
-        const res = yield* get(`${path}?${query}`, TOKENS.editor)
+      const api = yield* editor
+      const byCreated = (yield* list(api, "srv_main", { limit: 1 })).nextCursor ?? ""
+      const byChange = (yield* list(api, "srv_main", { limit: 1, updatedAfter: "2026-01-01T00:00:00Z" })).nextCursor ?? ""
+      // Raw: instants that are no ISO 8601 instant with an offset, which the contract's parameter refuses.
+      for (const query of ["yesterday", "2026-01-11", "2026-01-11T00:00:00", "2026-02-30T00:00:00Z", ""]) {
+        const res = yield* get(`/api/v1/surveys/srv_main/responses?updatedAfter=${query}`, TOKENS.editor)
         expect(res.status, query).toBe(400)
-        expect(res.body, query).toMatchObject({ code: "invalid_request", issues: [{ path: param }] })
+        expect(res.body, query).toMatchObject({ code: "invalid_request", issues: [{ path: "updatedAfter" }] })
       }
-      const csv = yield* get(`${path}?format=csv&updatedAfter=2026-01-01T00:00:00Z&createdAfter=2026-01-01T00:00:00Z`, TOKENS.editor)
-      expect(csv.status).toBe(400)
+      const since = "2026-01-01T00:00:00Z"
+      const cases: ReadonlyArray<readonly [ListParams, string]> = [
+        [{ updatedAfter: since, createdAfter: since }, "updatedAfter"],
+        [{ updatedAfter: since, cursor: byCreated }, "cursor"],
+        [{ cursor: byChange }, "cursor"],
+        [{ updatedAfter: "2026-01-02T00:00:00Z", cursor: byChange }, "cursor"],
+        [{ updatedAfter: since, status: "completed", cursor: byChange }, "cursor"]
+      ]
+      for (const [urlParams, param] of cases) {
+        const refused = yield* Effect.flip(list(api, "srv_main", urlParams))
+        expect(refused, JSON.stringify(urlParams)).toMatchObject({ _tag: "InvalidRequest", issues: [{ path: param }] })
+      }
+      const csv = api.responses.list({
+        path: { id: SurveyId.make("srv_main") },
+        urlParams: { format: "csv", updatedAfter: since, createdAfter: since }
+      })
+      expect(yield* outcomeOf(csv)).toBe("InvalidRequest")
     }))
 
   it.effect("the CSV export takes updatedAfter as a filter and keeps its columns", () =>
     Effect.gen(function*() {
+      // Raw: with `format=csv` the list answers CSV, which the client reads as the page it declares.
       const res = yield* get("/api/v1/surveys/srv_main/responses?format=csv&updatedAfter=2026-01-11T00:00:00Z", TOKENS.editor)
       expect(res.status).toBe(200)
       const lines = res.text.trimEnd().split("\r\n")
@@ -136,12 +150,12 @@ layer(TestServer(baseFixture))("sync by change", (it) => {
     Effect.gen(function*() {
       const question = yield* newSurvey("srv_sync_burst")
       yield* TestClock.setTime(Date.parse("2026-04-01T00:00:00.000Z"))
-      const token = yield* respondentToken("srv_sync_burst")
-      const a = yield* save(token, question, false)
-      const b = yield* save(token, question, false)
+      const respondent = yield* respondentOf("srv_sync_burst")
+      const a = yield* save(respondent, question, false)
+      const b = yield* save(respondent, question, false)
       yield* TestClock.setTime(Date.parse("2026-03-31T00:00:00.000Z"))
-      yield* save(token, question, false, a)
-      const page = yield* list("srv_sync_burst", "updatedAfter=2020-01-01T00:00:00Z")
+      yield* save(respondent, question, false, a)
+      const page = yield* list(yield* editor, "srv_sync_burst", { updatedAfter: "2020-01-01T00:00:00Z" })
       expect(page.data.map((r) => [r.id, r.updatedAt])).toEqual([
         [b, "2026-04-01T00:00:00.001Z"],
         [a, "2026-04-01T00:00:00.002Z"]
@@ -192,15 +206,14 @@ let run = 0
  * `updatedAfter` = the largest updatedAt it has seen when its previous walk ended, and upserts
  * what it reads by id.
  */
-const integrator = (surveyId: string, limit: number) => {
+const integrator = (api: Client, surveyId: string, limit: number) => {
   const copy = new Map<string, Item>()
   let largest = "1970-01-01T00:00:00.000Z"
   let cursor: string | null = null
   let walkFrom = largest
 
   const readPage = Effect.gen(function*() {
-    const query: string = `updatedAfter=${walkFrom}&limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`
-    const page = yield* list(surveyId, query)
+    const page = yield* list(api, surveyId, { updatedAfter: walkFrom, limit, ...(cursor === null ? {} : { cursor }) })
     for (const item of page.data) {
       const known = copy.get(item.id)
       if (known === undefined || known.updatedAt <= item.updatedAt) copy.set(item.id, item)
@@ -227,12 +240,12 @@ const integrator = (surveyId: string, limit: number) => {
 }
 
 /** The survey's responses as they are, walked in createdAt order. */
-const truthOf = (surveyId: string) =>
+const truthOf = (api: Client, surveyId: string) =>
   Effect.gen(function*() {
     const truth = new Map<string, Item>()
     let after: string | null = null
     for (let i = 0; i < 100; i++) {
-      const page: typeof PageBody.Type = yield* list(surveyId, `limit=100${after === null ? "" : `&cursor=${after}`}`)
+      const page: Page = yield* list(api, surveyId, { limit: 100, ...(after === null ? {} : { cursor: after }) })
       for (const item of page.data) truth.set(item.id, item)
       after = page.nextCursor
       if (after === null) break
@@ -248,18 +261,19 @@ const pollingCopy = (ops: ReadonlyArray<Op>, limit: number) =>
     const surveyId = `srv_poll_${run++}`
     const question = yield* newSurvey(surveyId)
     yield* TestClock.setTime(Date.parse("2026-05-01T00:00:00.000Z"))
-    const token = yield* respondentToken(surveyId)
+    const api = yield* editor
+    const respondent = yield* respondentOf(surveyId)
     const started: Array<{ id: string; finished: boolean }> = []
-    const copy = integrator(surveyId, limit)
+    const copy = integrator(api, surveyId, limit)
     for (const op of ops) {
       switch (op.kind) {
         case "start":
-          started.push({ id: yield* save(token, question, op.finished), finished: op.finished })
+          started.push({ id: yield* save(respondent, question, op.finished), finished: op.finished })
           break
         case "save": {
           const target = started[op.target % Math.max(1, started.length)]
           if (target === undefined || target.finished) break
-          yield* save(token, question, op.finished, target.id)
+          yield* save(respondent, question, op.finished, target.id)
           target.finished = op.finished
           break
         }
@@ -271,7 +285,7 @@ const pollingCopy = (ops: ReadonlyArray<Op>, limit: number) =>
           break
       }
     }
-    const truth = yield* truthOf(surveyId)
+    const truth = yield* truthOf(api, surveyId)
     expect(truth.size).toBe(started.length)
     expect(sorted(yield* copy.settle)).toEqual(sorted(truth))
   })
@@ -292,17 +306,18 @@ const concurrentCopy = (writers: ReadonlyArray<Saves>, limit: number) =>
     const surveyId = `srv_poll_${run++}`
     const question = yield* newSurvey(surveyId)
     yield* TestClock.setTime(Date.parse("2026-05-01T00:00:00.000Z"))
-    const copy = integrator(surveyId, limit)
+    const api = yield* editor
+    const copy = integrator(api, surveyId, limit)
     const done = yield* Ref.make(false)
     const write = (saves: Saves) =>
       Effect.gen(function*() {
-        const token = yield* respondentToken(surveyId)
+        const respondent = yield* respondentOf(surveyId)
         let open: string | null = null
         for (const s of saves) {
           // The wall clock moves on now and then; most saves land within one millisecond of another.
           yield* TestClock.adjust(`${s.tickMillis} millis`)
-          if (s.fresh || open === null) open = yield* save(token, question, s.finished)
-          else yield* save(token, question, s.finished, open)
+          if (s.fresh || open === null) open = yield* save(respondent, question, s.finished)
+          else yield* save(respondent, question, s.finished, open)
           if (s.finished) open = null
         }
       })
@@ -313,7 +328,7 @@ const concurrentCopy = (writers: ReadonlyArray<Saves>, limit: number) =>
       Effect.all(writers.map(write), { concurrency: "unbounded" }).pipe(Effect.ensuring(Ref.set(done, true))),
       poll
     ], { concurrency: "unbounded" })
-    expect(sorted(yield* copy.settle)).toEqual(sorted(yield* truthOf(surveyId)))
+    expect(sorted(yield* copy.settle)).toEqual(sorted(yield* truthOf(api, surveyId)))
   })
 
 layer(TestServer(baseFixture))("sync by change, polled", (it) => {
@@ -377,15 +392,12 @@ const heldSave = (change: Omit<Change, "rendering">, release: Deferred.Deferred<
   })
 
 /** Every page of a walk by `updatedAfter=from`, `limit` at a time. */
-const walk = (surveyId: string, from: string, limit: number) =>
+const walk = (api: Client, surveyId: string, from: string, limit: number) =>
   Effect.gen(function*() {
     const seen: Array<Item> = []
     let cursor: string | null = null
     for (let i = 0; i < 100; i++) {
-      const page: typeof PageBody.Type = yield* list(
-        surveyId,
-        `updatedAfter=${from}&limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`
-      )
+      const page: Page = yield* list(api, surveyId, { updatedAfter: from, limit, ...(cursor === null ? {} : { cursor }) })
       seen.push(...page.data)
       cursor = page.nextCursor
       if (cursor === null) break
@@ -396,21 +408,22 @@ const walk = (surveyId: string, from: string, limit: number) =>
 const largest = (items: ReadonlyArray<Item>) => items.reduce((max, r) => r.updatedAt > max ? r.updatedAt : max, "")
 const changes = (items: ReadonlyArray<Item>) => items.map((r) => [r.id, r.updatedAt])
 
-const surveyCount = (surveyId: string) =>
-  Effect.map(get(`/api/v1/surveys/${surveyId}`, TOKENS.editor), (res) => bodyOf(Schema.Struct({ responseCount: Schema.Number }), res).responseCount)
+/** Deletes a response of `surveyId` as the editor: "ok", or the tag of the error. */
+const deletion = (api: Client, surveyId: string, responseId: string) =>
+  outcomeOf(api.responses.delete({ path: { id: SurveyId.make(surveyId), responseId: ResponseId.make(responseId) } }))
 
 const start = "2026-06-01T00:00:00.000Z"
 
-/** A new survey with two responses, `a` saved at `start` and `b` `laterMillis` after it; `token` saves more. */
+/** A new survey with two responses, `a` saved at `start` and `b` `laterMillis` after it; `respondent` saves more. */
 const twoSaved = (surveyId: string, laterMillis: number) =>
   Effect.gen(function*() {
     const question = yield* newSurvey(surveyId)
     yield* TestClock.setTime(Date.parse(start))
-    const token = yield* respondentToken(surveyId)
-    const a = yield* save(token, question, false)
+    const respondent = yield* respondentOf(surveyId)
+    const a = yield* save(respondent, question, false)
     yield* TestClock.setTime(Date.parse(at(start, laterMillis)))
-    const b = yield* save(token, question, false)
-    return { question, token, a, b } as const
+    const b = yield* save(respondent, question, false)
+    return { question, respondent, a, b } as const
   })
 
 // PostgreSQL only: there a save holds its survey's clock row from its stamp to commit, and the
@@ -418,6 +431,7 @@ const twoSaved = (surveyId: string, laterMillis: number) =>
 describe.runIf(testDatabase === "postgres")("sync by change while saves of the survey are in flight on PostgreSQL", () => {
   it.effect("a walk lists what is committed; the survey's next save waits its turn and takes a later instant", () =>
     Effect.gen(function*() {
+      const api = yield* editor
       const { a, b } = yield* twoSaved("srv_flight_walk", 1000)
       const observer = yield* outsideConnection
 
@@ -433,14 +447,14 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
       yield* waitingOrDone(observer, next.fiber)
       expect(yield* Deferred.isDone(next.stamped)).toBe(false)
 
-      const first = yield* walk("srv_flight_walk", "2020-01-01T00:00:00Z", 1)
+      const first = yield* walk(api, "srv_flight_walk", "2020-01-01T00:00:00Z", 1)
       expect(changes(first)).toEqual([[a, start], [b, at(start, 1000)]])
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(held.fiber)
       expect(yield* Deferred.await(next.stamped)).toBe(at(start, 3000))
       yield* Fiber.join(next.fiber)
 
-      expect(changes(yield* walk("srv_flight_walk", largest(first), 1))).toEqual([
+      expect(changes(yield* walk(api, "srv_flight_walk", largest(first), 1))).toEqual([
         [a, at(start, 2000)],
         [b, at(start, 3000)]
       ])
@@ -448,6 +462,7 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
 
   it.effect("a save that waited for its turn follows the instant committed before it, even with the clock stepped back", () =>
     Effect.gen(function*() {
+      const api = yield* editor
       const { a, b } = yield* twoSaved("srv_flight_late", 1000)
       const observer = yield* outsideConnection
 
@@ -466,11 +481,12 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
       expect(yield* Deferred.await(next.stamped)).toBe(at(start, 2001))
       yield* Fiber.join(next.fiber)
 
-      expect(changes(yield* walk("srv_flight_late", at(start, 1000), 2))).toEqual([[a, at(start, 2000)], [b, at(start, 2001)]])
+      expect(changes(yield* walk(api, "srv_flight_late", at(start, 1000), 2))).toEqual([[a, at(start, 2000)], [b, at(start, 2001)]])
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
   it.effect("a deletion of the survey's responses waits for a save holding the clock, and keeps the instants from going back", () =>
     Effect.gen(function*() {
+      const api = yield* editor
       const { a, b } = yield* twoSaved("srv_flight_delete", 1000)
       const observer = yield* outsideConnection
 
@@ -478,27 +494,27 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
       const release = yield* Deferred.make<void>()
       const held = yield* heldSave({ surveyId: "srv_flight_delete", responseId: a, created: false, completed: false }, release)
       expect(yield* Deferred.await(held.stamped)).toBe(at(start, 2000))
-      const deletion = yield* Effect.fork(call("DELETE", `/api/v1/surveys/srv_flight_delete/responses/${b}`, { token: TOKENS.editor }))
-      yield* waitingOrDone(observer, deletion)
+      const deleting = yield* Effect.fork(deletion(api, "srv_flight_delete", b))
+      yield* waitingOrDone(observer, deleting)
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(held.fiber)
-      expect((yield* Fiber.join(deletion)).status).toBe(204)
+      expect(yield* Fiber.join(deleting)).toBe("ok")
 
       // The latest response is deleted next: a later save still follows its instant.
-      const gone = yield* call("DELETE", `/api/v1/surveys/srv_flight_delete/responses/${a}`, { token: TOKENS.editor })
-      expect(gone.status).toBe(204)
+      expect(yield* deletion(api, "srv_flight_delete", a)).toBe("ok")
       yield* TestClock.setTime(Date.parse(start))
-      const token = yield* respondentToken("srv_flight_delete")
-      const c = yield* save(token, "srv_flight_delete_q", false)
-      expect(changes(yield* walk("srv_flight_delete", start, 10))).toEqual([[c, at(start, 2001)]])
+      const respondent = yield* respondentOf("srv_flight_delete")
+      const c = yield* save(respondent, "srv_flight_delete_q", false)
+      expect(changes(yield* walk(api, "srv_flight_delete", start, 10))).toEqual([[c, at(start, 2001)]])
     }).pipe(Effect.scoped, Effect.provide(TestServer(baseFixture))))
 
   it.effect("two new responses of one survey take turns from the stamp to commit; both count", () =>
     Effect.gen(function*() {
+      const api = yield* editor
       const question = yield* newSurvey("srv_flight_pair")
       yield* TestClock.setTime(Date.parse(start))
-      const token = yield* respondentToken("srv_flight_pair")
-      const a = yield* save(token, question, true)
+      const respondent = yield* respondentOf("srv_flight_pair")
+      const a = yield* save(respondent, question, true)
       const observer = yield* outsideConnection
 
       const release = yield* Deferred.make<void>()
@@ -514,8 +530,8 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
       expect(yield* Deferred.await(y.stamped)).toBe(at(start, 2))
       yield* Fiber.join(y.fiber)
 
-      expect(yield* surveyCount("srv_flight_pair")).toBe(3)
-      const after = yield* walk("srv_flight_pair", start, 10)
+      expect((yield* api.surveys.get({ path: { id: SurveyId.make("srv_flight_pair") } })).responseCount).toBe(3)
+      const after = yield* walk(api, "srv_flight_pair", start, 10)
       expect(after.map((r) => [r.id, r.createdAt, r.updatedAt, r.completedAt])).toEqual([
         [a, start, start, start],
         ["rsp_flight_x", at(start, 1), at(start, 1), null],
@@ -527,13 +543,13 @@ describe.runIf(testDatabase === "postgres")("sync by change while saves of the s
 layer(TestServer(baseFixture))("sync by change across deletions", (it) => {
   it.effect("deleting the survey's latest response does not take its instants back", () =>
     Effect.gen(function*() {
-      const { b: latest, question, token } = yield* twoSaved("srv_sync_deleted", 5000)
-      const deleted = yield* call("DELETE", `/api/v1/surveys/srv_sync_deleted/responses/${latest}`, { token: TOKENS.editor })
-      expect(deleted.status).toBe(204)
+      const api = yield* editor
+      const { b: latest, question, respondent } = yield* twoSaved("srv_sync_deleted", 5000)
+      expect(yield* deletion(api, "srv_sync_deleted", latest)).toBe("ok")
 
       yield* TestClock.setTime(Date.parse(start))
-      const next = yield* save(token, question, false)
-      const seen = yield* walk("srv_sync_deleted", at(start, 5000), 10)
+      const next = yield* save(respondent, question, false)
+      const seen = yield* walk(api, "srv_sync_deleted", at(start, 5000), 10)
       expect(changes(seen)).toEqual([[next, at(start, 5001)]])
     }))
 })
