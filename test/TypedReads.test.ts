@@ -8,7 +8,7 @@ import { SurveyId } from "../src/Domain/Ids.js"
 import { Idempotency, storedKey } from "../src/Http/Idempotency.js"
 import { csvStream } from "../src/Responses/Csv.js"
 import { CsvExportRepo } from "../src/Responses/CsvExportRepo.js"
-import { named, text } from "../src/Sql/Rows.js"
+import { column, named, rowShape, text } from "../src/Sql/Rows.js"
 import { clientFor } from "./support/ApiClient.js"
 import { baseFixture, TOKENS } from "./support/Fixtures.js"
 import { TestServer } from "./support/TestServer.js"
@@ -132,5 +132,16 @@ describe("reads by column name", () => {
   it("find the column in the list the statement was built from, and refuse a name it does not have", () => {
     expect(named(surveyBranch.columns, "signature", text)([0, null, "sig"])).toBe("sig")
     expect(() => named(surveyBranch.columns, "question_id", text)).toThrow("No column question_id")
+  })
+})
+
+describe("flags", () => {
+  it("read 0 and 1 as booleans and stop on any other value with the column's name", () => {
+    const Flags = rowShape({ trashed: column.flag("s.trashed") })
+    expect(Flags.columns).toBe("s.trashed")
+    expect(Flags.read([0])).toEqual({ trashed: false })
+    expect(Flags.read([1])).toEqual({ trashed: true })
+    expect(() => Flags.read([2])).toThrow("Column trashed: expected 0 or 1, got number")
+    expect(() => Flags.read(["1"])).toThrow("Column trashed: expected a number, got string")
   })
 })

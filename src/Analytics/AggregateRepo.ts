@@ -47,7 +47,7 @@ const QuestionColumns = rowShape({
   surveyId: surveyIdColumn("q.survey_id"),
   type: column.oneOf("q.type", StoredQuestionType.literals),
   position: column.num("q.position"),
-  deleted: column.map(column.num("q.deleted"), (deleted) => deleted !== 0),
+  deleted: column.flag("q.deleted"),
   options: column.map(column.text("q.options"), parseStoredOptions)
 })
 
@@ -85,7 +85,7 @@ const AnswerValuesColumns = rowShape({
 const responseFields = {
   id: responseIdColumn("id"),
   surveyId: surveyIdColumn("survey_id"),
-  completed: column.map(column.num("completed"), (completed) => completed === 1)
+  completed: column.flag("completed")
 }
 const ResponseColumns = rowShape(responseFields)
 /** A response row of a rebuild's keyset page, with the key it is ordered by. */

@@ -11,7 +11,7 @@ const RebuildColumns = rowShape({
   surveyId: column.map(column.text("survey_id"), brandSurveyId),
   generation: column.num("generation"),
   liveGeneration: column.num("live_generation"),
-  active: column.map(column.num("active"), (active) => active !== 0),
+  active: column.flag("active"),
   signature: column.text("signature"),
   afterCreatedAt: column.nullableText("after_created_at"),
   afterId: column.nullableText("after_id"),

@@ -7,7 +7,7 @@ export const KeyLookupColumns = rowShape({
   createdBy: column.text("k.created_by"),
   surveyIds: column.nullableText("k.survey_ids"),
   role: column.nullableOneOf("m.role", ["owner", "editor", "viewer"]),
-  apiAccess: column.map(column.num("op.api_access"), (value) => value !== 0),
+  apiAccess: column.flag("op.api_access"),
   planId: column.text("cp.id AS plan_id"),
   burstLimit: column.num("cp.burst_limit"),
   burstWindowMinutes: column.num("cp.burst_window_minutes"),

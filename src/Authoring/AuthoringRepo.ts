@@ -19,7 +19,7 @@ export type QuestionWrite = Omit<RowOf<typeof QuestionColumns.fields>, "surveyId
 const StoredQuestionColumns = rowShape({
   id: column.text("id"),
   type: column.oneOf("type", StoredQuestionType.literals),
-  deleted: column.map(column.num("deleted"), (deleted) => deleted !== 0)
+  deleted: column.flag("deleted")
 })
 export type StoredQuestion = RowOf<typeof StoredQuestionColumns.fields>
 

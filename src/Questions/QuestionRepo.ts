@@ -15,9 +15,6 @@ import { questionWire } from "./QuestionWire.js"
 
 const decodeSettings = Schema.decodeUnknownSync(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
 
-/** A 0/1 column read as a boolean. */
-const flag = (select: string) => column.map(column.num(select), (value) => value !== 0)
-
 /**
  * A question row (table alias `q`): the `SELECT` list and its typed reads, also for statements
  * that read a survey and its questions at once.
@@ -27,12 +24,12 @@ export const QuestionColumns = rowShape({
   surveyId: column.map(column.text("q.survey_id"), surveyId),
   type: column.oneOf("q.type", StoredQuestionType.literals),
   label: column.text("q.label"),
-  required: flag("q.required"),
-  allowMultiple: flag("q.allow_multiple"),
+  required: column.flag("q.required"),
+  allowMultiple: column.flag("q.allow_multiple"),
   position: column.num("q.position"),
   options: column.map(column.text("q.options"), parseStoredOptions),
   settings: column.map(column.text("q.settings"), decodeSettings),
-  deleted: flag("q.deleted")
+  deleted: column.flag("q.deleted")
 })
 
 const question = QuestionColumns.fields

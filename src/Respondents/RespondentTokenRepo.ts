@@ -11,7 +11,7 @@ const StoredToken = rowShape({
   tokenHash: column.text("token_hash"),
   surveyId: column.map(column.text("survey_id"), surveyId),
   externalUserId: column.nullableText("external_user_id"),
-  singleResponse: column.map(column.num("single_response"), (single) => single !== 0)
+  singleResponse: column.flag("single_response")
 })
 const byHash = `SELECT ${StoredToken.columns} FROM respondent_tokens WHERE token_hash = ? AND expires_at > ?`
 

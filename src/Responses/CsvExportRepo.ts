@@ -35,7 +35,7 @@ const pageSize = 1000
 const ExportColumns = rowShape({
   id: column.text("r.id"),
   externalUserId: column.nullableText("r.external_user_id"),
-  completed: column.map(column.num("r.completed"), (completed) => completed === 1),
+  completed: column.flag("r.completed"),
   completedAt: column.nullableText("r.completed_at"),
   createdAt: column.text("r.created_at")
 })

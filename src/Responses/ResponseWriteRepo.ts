@@ -8,7 +8,7 @@ import type { DatabaseError } from "../Sql/Transactions.js"
 import type { CheckedAnswer } from "./AnswerValidation.js"
 
 /** A response this respondent saved before, read by a later save. */
-const Saved = rowShape({ completed: column.map(column.num("r.completed"), (completed) => completed !== 0) })
+const Saved = rowShape({ completed: column.flag("r.completed") })
 
 /** A new response as its first save writes it, before the change clock stamps it. */
 export interface StartedResponse {

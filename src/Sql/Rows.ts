@@ -99,7 +99,13 @@ export const column = {
     of((index, name) => (row: Row): L[number] | null => (row[index] === null ? null : oneOf(row, index, name, literals)))(
       select
     ),
-  /** A column read as another type (a stored JSON text parsed, a flag as a boolean). */
+  /** A flag stored as 0 or 1, read as a boolean; any other value is a defect named by its column. */
+  flag: of((index, name) => (row: Row): boolean => {
+    const value = num(row, index, name)
+    if (value === 0 || value === 1) return value === 1
+    throw shapeError(name, "0 or 1", value)
+  }),
+  /** A column read as another type (a stored JSON text parsed). */
   map: <A, B>(from: Column<A>, f: (a: A) => B): Column<B> => ({
     select: from.select,
     reader: (index) => {

@@ -22,7 +22,7 @@ export const SurveyColumns = rowShape({
   title: column.text("title"),
   description: column.nullableText("description"),
   status: column.oneOf("status", SurveyStatus.literals),
-  trashed: column.map(column.num("trashed"), (value) => value !== 0),
+  trashed: column.flag("trashed"),
   questionCount: column.num("question_count"),
   responseCount: column.num("response_count"),
   createdAt: column.text("created_at"),

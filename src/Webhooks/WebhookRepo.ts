@@ -14,7 +14,7 @@ import { DisabledReason, type PreviousSecret } from "../Domain/Webhook.js"
 import { SubscribableEventType } from "../Domain/Event.js"
 import { SqlDialect } from "../Sql/Dialect.js"
 import { Reader } from "../Sql/Reader.js"
-import { type Column, column, rowShape, type RowOf } from "../Sql/Rows.js"
+import { column, rowShape, type RowOf } from "../Sql/Rows.js"
 import { inBatches } from "../Sql/Transactions.js"
 import type { HealthMove } from "./Health.js"
 import type { WebhookScope } from "./RedeliveryRepo.js"
@@ -58,20 +58,13 @@ const WebhookTypeColumns = rowShape({
   eventType: column.nullableOneOf("t.event_type", SubscribableEventType.literals)
 })
 
-/** A flag stored as 0 or 1, read as a boolean; any other value is a defect named by its column. */
-const flag = (select: string): Column<boolean> =>
-  column.map(column.num(select), (stored) => {
-    if (stored === 0 || stored === 1) return stored === 1
-    throw new TypeError(`Column ${select}: expected 0 or 1, got ${stored}`)
-  })
-
 /** One attempt of the delivery log. */
 const AttemptColumns = rowShape({
   id: column.text("id"),
   eventId: column.text("event_id"),
   eventType: column.text("event_type"),
   surveyId: column.nullableText("survey_id"),
-  ok: flag("ok"),
+  ok: column.flag("ok"),
   responseStatus: column.nullableNum("response_status"),
   error: column.nullableText("error"),
   attemptedAt: column.num("attempted_at")
